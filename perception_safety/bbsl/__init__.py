@@ -1,0 +1,1 @@
+"""BBSL, the Bounding Box Specification Language: grammar, parser, checker, evaluator, analysis (no ROS imports)."""

@@ -1,0 +1,47 @@
+"""The ``perception-safety`` command: each sub-command lives in `perception_safety.commands`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+from perception_safety import __version__, commands
+from perception_safety.errors import PerceptionSafetyError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every command module's sub-command registered."""
+    parser = argparse.ArgumentParser(
+        prog="perception-safety",
+        description="Safety evaluation of camera object detectors: offline metrics, verification, monitors.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one sub-command; a `PerceptionSafetyError` becomes ``error: ...`` and exit code 2."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except PerceptionSafetyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

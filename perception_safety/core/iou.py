@@ -1,0 +1,46 @@
+"""Vectorised intersection-over-union of pixel boxes (no "+1" pixel convention, DESIGN.md)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _as_boxes(boxes: np.ndarray, name: str) -> np.ndarray:
+    arr = np.asarray(boxes, dtype=np.float64)
+    if arr.ndim != 2 or arr.shape[1] != 4:
+        raise ValueError(f"{name}: expected an (n, 4) array of boxes, got shape {arr.shape}")
+    return arr
+
+
+def box_areas(boxes: np.ndarray) -> np.ndarray:
+    """Areas of an ``(n, 4)`` box array; degenerate boxes have area 0."""
+    b = _as_boxes(boxes, "boxes")
+    return np.clip(b[:, 2] - b[:, 0], 0.0, None) * np.clip(b[:, 3] - b[:, 1], 0.0, None)
+
+
+def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pairwise IoU, shape ``(len(a), len(b))``; a pair whose union is empty has IoU 0."""
+    a = _as_boxes(a, "a")
+    b = _as_boxes(b, "b")
+    ix = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
+    iy = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
+    inter = np.clip(ix, 0.0, None) * np.clip(iy, 0.0, None)
+    union = box_areas(a)[:, None] + box_areas(b)[None, :] - inter
+    out = np.zeros_like(inter)
+    np.divide(inter, union, out=out, where=union > 0)
+    return out
+
+
+def iou_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise IoU of two equally long box arrays (``a[i]`` with ``b[i]``)."""
+    a = _as_boxes(a, "a")
+    b = _as_boxes(b, "b")
+    if len(a) != len(b):
+        raise ValueError(f"iou_pairs: {len(a)} boxes against {len(b)}")
+    ix = np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0])
+    iy = np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1])
+    inter = np.clip(ix, 0.0, None) * np.clip(iy, 0.0, None)
+    union = box_areas(a) + box_areas(b) - inter
+    out = np.zeros_like(inter)
+    np.divide(inter, union, out=out, where=union > 0)
+    return out

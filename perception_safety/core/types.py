@@ -1,0 +1,159 @@
+"""Shared value types: one `Frame` record flows through bags, episodes, monitors and metrics.
+
+Conventions (DESIGN.md): boxes are pixel coordinates ``(x_min, y_min, x_max, y_max)``,
+origin top-left, floats; distances in metres; stamps in integer nanoseconds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+class InvalidValueError(ValueError):
+    """A value violates its type's invariant (NaN/inf coordinate, inverted box, ...)."""
+
+
+def _require_finite(name: str, *values: float) -> None:
+    for v in values:
+        if not math.isfinite(v):
+            raise InvalidValueError(f"{name}: non-finite value {v!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Box:
+    """Axis-aligned pixel box; ``x_min <= x_max`` and ``y_min <= y_max``, all finite."""
+
+    x_min: float
+    y_min: float
+    x_max: float
+    y_max: float
+
+    def __post_init__(self) -> None:
+        _require_finite("box", self.x_min, self.y_min, self.x_max, self.y_max)
+        if self.x_min > self.x_max or self.y_min > self.y_max:
+            raise InvalidValueError(
+                f"box: inverted coordinates ({self.x_min}, {self.y_min}, {self.x_max}, {self.y_max})"
+            )
+
+    @classmethod
+    def from_center(cls, cx: float, cy: float, width: float, height: float) -> Box:
+        """Box from centre and size (the vision_msgs/BoundingBox2D layout)."""
+        return cls(cx - width / 2.0, cy - height / 2.0, cx + width / 2.0, cy + height / 2.0)
+
+    @property
+    def width(self) -> float:
+        return self.x_max - self.x_min
+
+    @property
+    def height(self) -> float:
+        return self.y_max - self.y_min
+
+    @property
+    def area(self) -> float:
+        return self.width * self.height
+
+    @property
+    def center(self) -> tuple[float, float]:
+        return ((self.x_min + self.x_max) / 2.0, (self.y_min + self.y_max) / 2.0)
+
+    def as_tuple(self) -> tuple[float, float, float, float]:
+        return (self.x_min, self.y_min, self.x_max, self.y_max)
+
+
+@dataclass(frozen=True, slots=True)
+class Interval:
+    """Closed real interval ``[lo, hi]`` with ``lo <= hi`` (BBSL's interval type)."""
+
+    lo: float
+    hi: float
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.lo) or math.isnan(self.hi):
+            raise InvalidValueError(f"interval: NaN bound [{self.lo}, {self.hi}]")
+        if self.lo > self.hi:
+            raise InvalidValueError(f"interval: lower bound {self.lo} exceeds upper bound {self.hi}")
+
+    @property
+    def length(self) -> float:
+        return self.hi - self.lo
+
+
+@dataclass(frozen=True, slots=True)
+class Detection:
+    """One detector output: a box, a class label and a confidence score in [0, 1]."""
+
+    box: Box
+    class_id: str
+    score: float = 1.0
+
+    def __post_init__(self) -> None:
+        _require_finite("detection score", self.score)
+
+
+@dataclass(frozen=True, slots=True)
+class GroundTruthObject:
+    """An annotated object: box, class, position in the ego frame (m), distance (m), track id."""
+
+    box: Box
+    class_id: str
+    distance: float
+    position: tuple[float, float, float] | None = None
+    track_id: str = ""
+
+    def __post_init__(self) -> None:
+        _require_finite("ground-truth distance", self.distance)
+        if self.distance < 0:
+            raise InvalidValueError(f"ground-truth distance: negative value {self.distance}")
+        if self.position is not None:
+            _require_finite("ground-truth position", *self.position)
+
+    @classmethod
+    def at_position(cls, box: Box, class_id: str, position: Sequence[float], track_id: str = "") -> GroundTruthObject:
+        """Ground truth whose distance is the Euclidean norm of its ego-frame position."""
+        pos = (float(position[0]), float(position[1]), float(position[2]))
+        return cls(box, class_id, math.hypot(*pos), pos, track_id)
+
+
+@dataclass(frozen=True, slots=True)
+class EgoState:
+    """Ego vehicle state: planar position (m), heading (rad), speed (m/s), acceleration (m/s²)."""
+
+    x: float = 0.0
+    y: float = 0.0
+    yaw: float = 0.0
+    speed: float = 0.0
+    acceleration: float = 0.0
+
+    def __post_init__(self) -> None:
+        _require_finite("ego state", self.x, self.y, self.yaw, self.speed, self.acceleration)
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """Everything known at one instant. ``image`` is HxWx3 uint8 RGB (or HxW mono) or None."""
+
+    stamp_ns: int
+    detections: tuple[Detection, ...] = ()
+    ground_truth: tuple[GroundTruthObject, ...] = ()
+    ego: EgoState | None = None
+    image: np.ndarray | None = field(default=None, compare=False, repr=False)
+    frame_id: str = ""
+
+    def detection_boxes(self) -> np.ndarray:
+        """Detections' boxes as an ``(n, 4)`` float64 array."""
+        return boxes_to_array([d.box for d in self.detections])
+
+    def ground_truth_boxes(self) -> np.ndarray:
+        """Ground-truth boxes as an ``(m, 4)`` float64 array."""
+        return boxes_to_array([g.box for g in self.ground_truth])
+
+
+def boxes_to_array(boxes: Sequence[Box]) -> np.ndarray:
+    """Stack boxes into an ``(n, 4)`` float64 array (``(0, 4)`` when empty)."""
+    if not boxes:
+        return np.zeros((0, 4), dtype=np.float64)
+    return np.array([b.as_tuple() for b in boxes], dtype=np.float64)

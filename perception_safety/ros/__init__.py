@@ -1,0 +1,1 @@
+"""rclpy nodes and message conversion only: thin adapters over the pure modules."""

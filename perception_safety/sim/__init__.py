@@ -1,0 +1,1 @@
+"""Episode runner and scenario backends: builtin (embedded default) and CARLA (real client)."""

@@ -1,0 +1,1 @@
+"""Markov chains built from confusion matrices and model checked with Storm (no ROS imports)."""
