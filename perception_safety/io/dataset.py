@@ -1,0 +1,134 @@
+"""The JSON Lines detection dataset: one frame per line, for users without bags.
+
+Line format::
+
+    {"frame": "id", "stamp_ns": 0,
+     "detections":   [{"box": [x_min, y_min, x_max, y_max], "class": "car", "score": 0.9}],
+     "ground_truth": [{"box": [...], "class": "car", "distance": 12.3,
+                       "position": [x, y, z], "track_id": "7"}]}
+
+``stamp_ns``, ``score``, ``position`` and ``track_id`` are optional; ``distance``
+may be omitted when ``position`` is given (it is then the position's norm).
+A malformed line is an error naming file and line, or, with ``skip_bad``, a counted skip.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from perception_safety.core.types import Box, Detection, Frame, GroundTruthObject, InvalidValueError
+from perception_safety.errors import PerceptionSafetyError
+
+
+class DatasetError(PerceptionSafetyError):
+    """A dataset file is unreadable or has a malformed line."""
+
+
+@dataclass
+class DatasetReadReport:
+    """What a read skipped, per file: ``skipped[(path, line)] = reason``."""
+
+    frames: int = 0
+    skipped: dict[tuple[str, int], str] = field(default_factory=dict)
+
+
+def _box(value: Any, what: str) -> Box:
+    if not isinstance(value, list | tuple) or len(value) != 4:
+        raise InvalidValueError(f"{what}: expected [x_min, y_min, x_max, y_max], got {value!r}")
+    try:
+        return Box(*(float(v) for v in value))
+    except (TypeError, ValueError) as exc:
+        raise InvalidValueError(f"{what}: {exc}") from exc
+
+
+def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
+    """Build a `Frame` from one decoded JSON line; raises `InvalidValueError` naming the field."""
+    if not isinstance(record, dict):
+        raise InvalidValueError(f"expected a JSON object, got {type(record).__name__}")
+    dets = []
+    for i, d in enumerate(record.get("detections", []) or []):
+        try:
+            dets.append(Detection(_box(d["box"], "box"), str(d["class"]), float(d.get("score", 1.0))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidValueError(f"detections[{i}]: {_describe(exc)}") from exc
+    gts = []
+    for i, g in enumerate(record.get("ground_truth", []) or []):
+        try:
+            box = _box(g["box"], "box")
+            pos = g.get("position")
+            if "distance" in g:
+                p = None if pos is None else tuple(float(v) for v in pos)
+                gts.append(GroundTruthObject(box, str(g["class"]), float(g["distance"]), p, str(g.get("track_id", ""))))
+            elif pos is not None:
+                gts.append(GroundTruthObject.at_position(box, str(g["class"]), pos, str(g.get("track_id", ""))))
+            else:
+                raise InvalidValueError("needs 'distance' or 'position'")
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidValueError(f"ground_truth[{i}]: {_describe(exc)}") from exc
+    stamp = record.get("stamp_ns", index)
+    if not isinstance(stamp, int):
+        raise InvalidValueError(f"stamp_ns: expected an integer, got {stamp!r}")
+    return Frame(stamp_ns=stamp, detections=tuple(dets), ground_truth=tuple(gts), frame_id=str(record.get("frame", index)))
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing key {exc.args[0]!r}"
+    return str(exc)
+
+
+def read_jsonl_frames(
+    path: str | Path, skip_bad: bool = False, report: DatasetReadReport | None = None
+) -> Iterator[Frame]:
+    """Yield the frames of a JSON Lines dataset in file order (blank lines are ignored)."""
+    path = Path(path)
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read dataset: {exc.strerror or exc}") from exc
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                frame = frame_from_record(json.loads(line), lineno - 1)
+            except (json.JSONDecodeError, InvalidValueError) as exc:
+                reason = f"{path}:{lineno}: {exc}"
+                if not skip_bad:
+                    raise DatasetError(reason) from exc
+                if report is not None:
+                    report.skipped[(str(path), lineno)] = str(exc)
+                continue
+            if report is not None:
+                report.frames += 1
+            yield frame
+
+
+def frame_to_record(frame: Frame) -> dict[str, Any]:
+    """The JSON Lines record of a frame (the inverse of `frame_from_record`, images dropped)."""
+    out: dict[str, Any] = {"frame": frame.frame_id, "stamp_ns": frame.stamp_ns}
+    out["detections"] = [{"box": list(d.box.as_tuple()), "class": d.class_id, "score": d.score} for d in frame.detections]
+    gts = []
+    for g in frame.ground_truth:
+        rec: dict[str, Any] = {"box": list(g.box.as_tuple()), "class": g.class_id, "distance": g.distance}
+        if g.position is not None:
+            rec["position"] = list(g.position)
+        if g.track_id:
+            rec["track_id"] = g.track_id
+        gts.append(rec)
+    out["ground_truth"] = gts
+    return out
+
+
+def write_jsonl_frames(path: str | Path, frames: Iterable[Frame]) -> int:
+    """Write frames as a JSON Lines dataset; returns the number written."""
+    n = 0
+    with Path(path).open("w", encoding="utf-8") as fh:
+        for frame in frames:
+            fh.write(json.dumps(frame_to_record(frame)) + "\n")
+            n += 1
+    return n
