@@ -120,16 +120,15 @@ class GroundTruthObject:
 
 @dataclass(frozen=True, slots=True)
 class EgoState:
-    """Ego vehicle state: planar position (m), heading (rad), speed (m/s), acceleration (m/s²)."""
+    """Ego vehicle state: planar position (m), heading (rad) and forward speed (m/s)."""
 
     x: float = 0.0
     y: float = 0.0
     yaw: float = 0.0
     speed: float = 0.0
-    acceleration: float = 0.0
 
     def __post_init__(self) -> None:
-        _require_finite("ego state", self.x, self.y, self.yaw, self.speed, self.acceleration)
+        _require_finite("ego state", self.x, self.y, self.yaw, self.speed)
 
 
 @dataclass(frozen=True, slots=True)
