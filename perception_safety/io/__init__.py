@@ -1,1 +1,1 @@
-"""Input/output: rosbag2 bags (rosbags), datasets, episode logs and config loading. Never imported by the science layers."""
+"""Input/output: rosbag2 bags (rosbags), datasets, episode logs, config loading. Never imported by science layers."""

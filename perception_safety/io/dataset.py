@@ -72,7 +72,9 @@ def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
     stamp = record.get("stamp_ns", index)
     if not isinstance(stamp, int):
         raise InvalidValueError(f"stamp_ns: expected an integer, got {stamp!r}")
-    return Frame(stamp_ns=stamp, detections=tuple(dets), ground_truth=tuple(gts), frame_id=str(record.get("frame", index)))
+    return Frame(
+        stamp_ns=stamp, detections=tuple(dets), ground_truth=tuple(gts), frame_id=str(record.get("frame", index))
+    )
 
 
 def _describe(exc: Exception) -> str:
@@ -111,7 +113,9 @@ def read_jsonl_frames(
 def frame_to_record(frame: Frame) -> dict[str, Any]:
     """The JSON Lines record of a frame (the inverse of `frame_from_record`, images dropped)."""
     out: dict[str, Any] = {"frame": frame.frame_id, "stamp_ns": frame.stamp_ns}
-    out["detections"] = [{"box": list(d.box.as_tuple()), "class": d.class_id, "score": d.score} for d in frame.detections]
+    out["detections"] = [
+        {"box": list(d.box.as_tuple()), "class": d.class_id, "score": d.score} for d in frame.detections
+    ]
     gts = []
     for g in frame.ground_truth:
         rec: dict[str, Any] = {"box": list(g.box.as_tuple()), "class": g.class_id, "distance": g.distance}

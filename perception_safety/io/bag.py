@@ -1,0 +1,359 @@
+"""rosbag2 bags (sqlite3 or mcap) to and from `Frame`s, with rosbags (no ROS install needed).
+
+Frames are assembled around an *anchor* topic (detections by default): every valid anchor
+message is one frame; the other topics' messages join it by header stamp, exactly or, with a
+tolerance, the nearest one within it. Bad messages (NaN or inverted boxes, wrong image
+encoding or size, undecodable bytes) are skipped and reported with bag, topic and message index;
+messages that join no frame are counted per topic.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict
+from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+
+from perception_safety.core.types import Frame, InvalidValueError
+from perception_safety.errors import PerceptionSafetyError
+from perception_safety.io import bag_messages as bm
+from perception_safety.io.typestore import ros2_typestore
+
+
+class BagError(PerceptionSafetyError):
+    """A bag cannot be opened or lacks what the read needs (names bag and topic)."""
+
+
+class BagTopics(BaseModel):
+    """Topic names of a recording; an empty name means the topic is not recorded/read."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    image: str = "/camera/image_raw"
+    detections: str = "/detections"
+    ground_truth: str = "/ground_truth"
+    ego: str = "/ego/odometry"
+    anchor: Literal["detections", "image", "ground_truth"] = "detections"
+
+
+_TYPES = {
+    "image": bm.IMAGE_TYPE,
+    "detections": bm.DETECTIONS_TYPE,
+    "ground_truth": bm.DETECTIONS_TYPE,
+    "ego": bm.ODOMETRY_TYPE,
+}
+_DECODE = {
+    "image": bm.image_from_msg,
+    "detections": bm.detections_from_msg,
+    "ground_truth": bm.ground_truth_from_msg,
+    "ego": bm.ego_from_msg,
+}
+
+
+@dataclass(frozen=True)
+class SkippedMessage:
+    """One message left out of the frames, and why."""
+
+    bag: str
+    topic: str
+    index: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.bag}: {self.topic} message #{self.index}: {self.reason}"
+
+
+@dataclass
+class BagReadReport:
+    """What reading one or more bags produced and left out."""
+
+    frames: int = 0
+    skipped: list[SkippedMessage] = field(default_factory=list)
+    unmatched: dict[tuple[str, str], int] = field(default_factory=dict)
+    missing_topics: list[tuple[str, str]] = field(default_factory=list)
+
+    def summary_lines(self) -> list[str]:
+        """Human-readable lines: skips per bag and topic, unmatched counts, missing topics."""
+        lines = [f"{self.frames} frame(s) assembled"]
+        counts: dict[tuple[str, str], int] = {}
+        for s in self.skipped:
+            counts[(s.bag, s.topic)] = counts.get((s.bag, s.topic), 0) + 1
+        lines += [f"{bag}: {topic}: {n} malformed message(s) skipped" for (bag, topic), n in sorted(counts.items())]
+        lines += [
+            f"{bag}: {topic}: {n} message(s) matched no frame" for (bag, topic), n in sorted(self.unmatched.items())
+        ]
+        lines += [f"{bag}: topic {topic} not in the bag" for bag, topic in self.missing_topics]
+        return lines
+
+
+def _plugin(storage: str) -> StoragePlugin:
+    try:
+        return {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
+    except KeyError:
+        raise BagError(f"unknown bag storage {storage!r} (expected 'mcap' or 'sqlite3')") from None
+
+
+def write_frames(
+    path: str | Path,
+    frames: Iterable[Frame],
+    storage: Literal["mcap", "sqlite3"] = "mcap",
+    topics: BagTopics | None = None,
+) -> int:
+    """Record frames as a new rosbag2 directory ``path``; returns the number of frames written."""
+    topics = topics or BagTopics()
+    path = Path(path)
+    if path.exists():
+        raise BagError(f"{path}: already exists; bags are never overwritten")
+    store = ros2_typestore()
+    n = 0
+    try:
+        with Writer(path, version=9, storage_plugin=_plugin(storage)) as writer:
+            conns = {
+                role: writer.add_connection(name, _TYPES[role], typestore=store)
+                for role in ("image", "detections", "ground_truth", "ego")
+                if (name := getattr(topics, role))
+            }
+            for frame in frames:
+                t = int(frame.stamp_ns)
+                msgs = {
+                    "image": None if frame.image is None else bm.image_to_msg(frame.image, t),
+                    "detections": bm.detections_to_msg(frame.detections, t),
+                    "ground_truth": bm.ground_truth_to_msg(frame.ground_truth, t),
+                    "ego": None if frame.ego is None else bm.ego_to_msg(frame.ego, t),
+                }
+                for role, conn in conns.items():
+                    if msgs[role] is not None:
+                        writer.write(conn, t, store.serialize_cdr(msgs[role], _TYPES[role]))
+                n += 1
+    except InvalidValueError as exc:
+        raise BagError(f"{path}: frame #{n}: {exc}") from exc
+    return n
+
+
+def find_bags(inputs: Iterable[str | Path]) -> list[Path]:
+    """Bag directories named or found below the given paths (a bag directory holds metadata.yaml)."""
+    found: list[Path] = []
+    for item in inputs:
+        p = Path(item)
+        if (p / "metadata.yaml").is_file():
+            found.append(p)
+        elif p.is_file() and p.name == "metadata.yaml":
+            found.append(p.parent)
+        elif p.is_dir():
+            found.extend(sorted(m.parent for m in p.rglob("metadata.yaml")))
+        elif p.is_file() and p.suffix in (".mcap", ".db3") and (p.parent / "metadata.yaml").is_file():
+            found.append(p.parent)
+        else:
+            raise BagError(f"{p}: not a rosbag2 bag directory (no metadata.yaml) or a directory containing bags")
+    unique = list(dict.fromkeys(found))
+    return unique
+
+
+def _raw_stamp(raw: bytes | memoryview) -> int:
+    """Header stamp straight from CDR bytes (header is the first field), without deserializing."""
+    endian = "<" if raw[1] == 1 else ">"
+    sec, nanosec = struct.unpack_from(f"{endian}iI", raw, 4)
+    return sec * 1_000_000_000 + nanosec
+
+
+def _nearest(anchors: np.ndarray, stamps: np.ndarray, tolerance_ns: int) -> np.ndarray:
+    """For each anchor stamp, the index of the nearest stamp within tolerance, or -1."""
+    out = np.full(len(anchors), -1, dtype=np.int64)
+    if len(stamps) == 0 or len(anchors) == 0:
+        return out
+    order = np.argsort(stamps, kind="stable")
+    s = stamps[order]
+    pos = np.searchsorted(s, anchors)
+    left = np.clip(pos - 1, 0, len(s) - 1)
+    right = np.clip(pos, 0, len(s) - 1)
+    pick = np.where(np.abs(s[left] - anchors) <= np.abs(s[right] - anchors), left, right)
+    ok = np.abs(s[pick] - anchors) <= tolerance_ns
+    out[ok] = order[pick[ok]]
+    return out
+
+
+def read_frames(
+    path: str | Path,
+    topics: BagTopics | None = None,
+    tolerance_ns: int = 0,
+    with_images: bool = True,
+    report: BagReadReport | None = None,
+) -> Iterator[Frame]:
+    """Yield the frames of one bag in anchor-stamp order (see the module docstring)."""
+    topics = topics or BagTopics()
+    report = report if report is not None else BagReadReport()
+    path = Path(path)
+    bag = str(path)
+    try:
+        reader = Reader(path)
+        reader.open()
+    except Exception as exc:  # rosbags raises several types for damaged bags
+        raise BagError(f"{bag}: cannot open bag: {exc}") from exc
+    try:
+        yield from _read_open(reader, bag, topics, tolerance_ns, with_images, report)
+    finally:
+        reader.close()
+
+
+def _connections(
+    reader: Reader, bag: str, topics: BagTopics, with_images: bool, report: BagReadReport
+) -> dict[str, Any]:
+    by_topic = {c.topic: c for c in reader.connections}
+    conns: dict[str, Any] = {}
+    for role in ("image", "detections", "ground_truth", "ego"):
+        name = getattr(topics, role)
+        if not name or (role == "image" and not with_images and topics.anchor != "image"):
+            continue
+        conn = by_topic.get(name)
+        if conn is None:
+            if role == topics.anchor:
+                available = ", ".join(f"{t} ({c.msgtype})" for t, c in sorted(by_topic.items())) or "none"
+                raise BagError(f"{bag}: anchor topic {name} ({role}) not in the bag; topics present: {available}")
+            report.missing_topics.append((bag, name))
+            continue
+        if conn.msgtype != _TYPES[role]:
+            raise BagError(f"{bag}: topic {name} has type {conn.msgtype}, expected {_TYPES[role]} for {role}")
+        conns[role] = conn
+    return conns
+
+
+def _decode_topic(
+    reader: Reader, bag: str, role: str, conn: Any, report: BagReadReport
+) -> tuple[np.ndarray, list[Any]]:
+    store = ros2_typestore()
+    stamps, values = [], []
+    try:
+        for index, (_, _, raw) in enumerate(reader.messages(connections=[conn])):
+            try:
+                msg = store.deserialize_cdr(raw, conn.msgtype)
+                value = _DECODE[role](msg)
+                stamp = bm.stamp_ns_of(msg)
+            except InvalidValueError as exc:
+                report.skipped.append(SkippedMessage(bag, conn.topic, index, str(exc)))
+                continue
+            except Exception as exc:  # undecodable CDR bytes
+                report.skipped.append(SkippedMessage(bag, conn.topic, index, f"cannot deserialize: {exc}"))
+                continue
+            stamps.append(stamp)
+            values.append(value)
+    except BagError:
+        raise
+    except Exception as exc:
+        raise BagError(f"{bag}: {conn.topic}: bag data unreadable (truncated or corrupt?): {exc}") from exc
+    return np.asarray(stamps, dtype=np.int64), values
+
+
+def _image_stamps(reader: Reader, bag: str, conn: Any, report: BagReadReport) -> np.ndarray:
+    stamps = []
+    try:
+        for index, (_, _, raw) in enumerate(reader.messages(connections=[conn])):
+            try:
+                stamps.append(_raw_stamp(raw))
+            except (struct.error, IndexError):
+                report.skipped.append(SkippedMessage(bag, conn.topic, index, "message too short for a header"))
+                stamps.append(-(2**62))
+    except Exception as exc:
+        raise BagError(f"{bag}: {conn.topic}: bag data unreadable (truncated or corrupt?): {exc}") from exc
+    return np.asarray(stamps, dtype=np.int64)
+
+
+def _read_open(
+    reader: Reader, bag: str, topics: BagTopics, tolerance_ns: int, with_images: bool, report: BagReadReport
+) -> Iterator[Frame]:
+    conns = _connections(reader, bag, topics, with_images, report)
+    decoded = {role: _decode_topic(reader, bag, role, c, report) for role, c in conns.items() if role != "image"}
+    image_stamps = _image_stamps(reader, bag, conns["image"], report) if "image" in conns else None
+
+    if topics.anchor == "image":
+        anchor_stamps = image_stamps if image_stamps is not None else np.zeros(0, np.int64)
+    else:
+        anchor_stamps = decoded[topics.anchor][0]
+    frame_order = np.argsort(anchor_stamps, kind="stable")
+    anchors = anchor_stamps[frame_order]
+
+    joined: dict[str, np.ndarray] = {}
+    for role, (stamps, _) in decoded.items():
+        joined[role] = frame_order if role == topics.anchor else _nearest(anchors, stamps, tolerance_ns)
+    if image_stamps is not None:
+        joined["image"] = frame_order if topics.anchor == "image" else _nearest(anchors, image_stamps, tolerance_ns)
+    for role, idx in joined.items():
+        total = len(image_stamps) if role == "image" else len(decoded[role][0])
+        unused = total - len(np.unique(idx[idx >= 0]))
+        if unused:
+            key = (bag, getattr(topics, role))
+            report.unmatched[key] = report.unmatched.get(key, 0) + unused
+
+    images = _iter_images(reader, bag, conns.get("image"), joined.get("image"), report) if with_images else None
+    for i, stamp in enumerate(anchors):
+        parts: dict[str, Any] = {}
+        for role, idx in joined.items():
+            if role != "image" and idx[i] >= 0:
+                parts[role] = decoded[role][1][idx[i]]
+        image = next(images) if images is not None else None
+        if topics.anchor == "image" and with_images and image is None:
+            continue  # the anchor image itself was malformed: already reported
+        report.frames += 1
+        yield Frame(
+            stamp_ns=int(stamp),
+            detections=parts.get("detections", ()),
+            ground_truth=parts.get("ground_truth", ()),
+            ego=parts.get("ego"),
+            image=image,
+            frame_id=f"{Path(bag).name}:{int(stamp)}",
+        )
+
+
+def _iter_images(
+    reader: Reader, bag: str, conn: Any, wanted: np.ndarray | None, report: BagReadReport
+) -> Iterator[np.ndarray | None]:
+    """One image (or None) per frame, in frame order, streaming through the image topic once."""
+    if conn is None or wanted is None:
+        while True:
+            yield None
+    store = ros2_typestore()
+    needed: dict[int, int] = {}
+    for k in wanted[wanted >= 0]:
+        needed[int(k)] = needed.get(int(k), 0) + 1
+    cache: dict[int, np.ndarray | None] = {}
+    stream = enumerate(reader.messages(connections=[conn]))
+    for k in wanted:
+        k = int(k)
+        if k < 0:
+            yield None
+            continue
+        while k not in cache:
+            try:
+                index, (_, _, raw) = next(stream)
+            except StopIteration:
+                cache[k] = None
+                break
+            except Exception as exc:
+                raise BagError(f"{bag}: {conn.topic}: bag data unreadable (truncated or corrupt?): {exc}") from exc
+            if index in needed:
+                try:
+                    cache[index] = bm.image_from_msg(store.deserialize_cdr(raw, conn.msgtype))
+                except InvalidValueError as exc:
+                    report.skipped.append(SkippedMessage(bag, conn.topic, index, str(exc)))
+                    cache[index] = None
+                except Exception as exc:
+                    report.skipped.append(SkippedMessage(bag, conn.topic, index, f"cannot deserialize: {exc}"))
+                    cache[index] = None
+        needed[k] -= 1
+        yield cache[k] if needed[k] > 0 else cache.pop(k)
+
+
+def read_bags(
+    inputs: Iterable[str | Path],
+    topics: BagTopics | None = None,
+    tolerance_ns: int = 0,
+    with_images: bool = True,
+    report: BagReadReport | None = None,
+) -> Iterator[Frame]:
+    """Frames of every bag found in ``inputs`` (see `find_bags`), bag after bag."""
+    for bag in find_bags(inputs):
+        yield from read_frames(bag, topics, tolerance_ns, with_images, report)

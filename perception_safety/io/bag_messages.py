@@ -1,0 +1,195 @@
+"""Conversion between core values and rosbags message objects (the wire layout of DESIGN.md).
+
+- camera: ``sensor_msgs/Image``, encodings rgb8 / bgr8 / mono8 (read as RGB or mono);
+- detections and ground truth: ``vision_msgs/Detection2DArray``; a box travels as centre and size,
+  the class and score in ``results[0].hypothesis``, a ground-truth object's ego-frame position in
+  ``results[0].pose.pose.position`` (metres; distance = its norm) and its track id in ``id``;
+- ego state: ``nav_msgs/Odometry`` (position x/y, yaw from the orientation quaternion, speed =
+  ``twist.twist.linear.x``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from perception_safety.core.types import Box, Detection, EgoState, GroundTruthObject, InvalidValueError
+from perception_safety.io.typestore import ros2_typestore
+
+IMAGE_TYPE = "sensor_msgs/msg/Image"
+DETECTIONS_TYPE = "vision_msgs/msg/Detection2DArray"
+ODOMETRY_TYPE = "nav_msgs/msg/Odometry"
+
+_CHANNELS = {"rgb8": 3, "bgr8": 3, "mono8": 1}
+
+
+def _t(name: str) -> Any:
+    return ros2_typestore().types[name]
+
+
+def header(stamp_ns: int, frame_id: str = "") -> Any:
+    """A std_msgs/Header for an integer-nanosecond stamp."""
+    sec, nanosec = divmod(int(stamp_ns), 1_000_000_000)
+    return _t("std_msgs/msg/Header")(
+        stamp=_t("builtin_interfaces/msg/Time")(sec=sec, nanosec=nanosec), frame_id=frame_id
+    )
+
+
+def stamp_ns_of(msg: Any) -> int:
+    """The header stamp of a message in integer nanoseconds."""
+    return int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
+
+
+def image_to_msg(image: np.ndarray, stamp_ns: int, frame_id: str = "camera") -> Any:
+    """An HxWx3 RGB or HxW mono uint8 array as a sensor_msgs/Image (rgb8 / mono8)."""
+    arr = np.ascontiguousarray(image)
+    if arr.dtype != np.uint8 or arr.ndim not in (2, 3) or (arr.ndim == 3 and arr.shape[2] != 3):
+        raise InvalidValueError(f"image: expected HxWx3 or HxW uint8, got {arr.dtype} {arr.shape}")
+    h, w = arr.shape[:2]
+    encoding = "rgb8" if arr.ndim == 3 else "mono8"
+    step = w * _CHANNELS[encoding]
+    return _t(IMAGE_TYPE)(
+        header=header(stamp_ns, frame_id),
+        height=h,
+        width=w,
+        encoding=encoding,
+        is_bigendian=0,
+        step=step,
+        data=arr.reshape(-1),
+    )
+
+
+def image_from_msg(msg: Any) -> np.ndarray:
+    """A sensor_msgs/Image as HxWx3 RGB (rgb8/bgr8) or HxW (mono8) uint8; checks sizes and encoding."""
+    enc = str(msg.encoding).lower()
+    if enc not in _CHANNELS:
+        raise InvalidValueError(f"image: unsupported encoding {msg.encoding!r} (expected one of {sorted(_CHANNELS)})")
+    ch = _CHANNELS[enc]
+    h, w, step = int(msg.height), int(msg.width), int(msg.step)
+    if step < w * ch:
+        raise InvalidValueError(f"image: step {step} is smaller than width*channels {w * ch}")
+    data = np.asarray(msg.data, dtype=np.uint8)
+    if data.size != step * h:
+        raise InvalidValueError(f"image: data length {data.size} does not match height*step {h}*{step}={h * step}")
+    rows = data.reshape(h, step)[:, : w * ch]
+    img = rows.reshape(h, w, ch) if ch == 3 else rows.reshape(h, w)
+    if enc == "bgr8":
+        img = img[:, :, ::-1]
+    return np.ascontiguousarray(img)
+
+
+def _detection2d(
+    box: Box,
+    class_id: str,
+    score: float,
+    position: tuple[float, float, float] | None,
+    ident: str,
+    stamp_ns: int,
+    frame_id: str,
+) -> Any:
+    cx, cy = box.center
+    pos = position or (0.0, 0.0, 0.0)
+    pose = _t("geometry_msgs/msg/Pose")(
+        position=_t("geometry_msgs/msg/Point")(x=float(pos[0]), y=float(pos[1]), z=float(pos[2])),
+        orientation=_t("geometry_msgs/msg/Quaternion")(x=0.0, y=0.0, z=0.0, w=1.0),
+    )
+    hyp = _t("vision_msgs/msg/ObjectHypothesisWithPose")(
+        hypothesis=_t("vision_msgs/msg/ObjectHypothesis")(class_id=class_id, score=float(score)),
+        pose=_t("geometry_msgs/msg/PoseWithCovariance")(pose=pose, covariance=np.zeros(36, dtype=np.float64)),
+    )
+    bbox = _t("vision_msgs/msg/BoundingBox2D")(
+        center=_t("vision_msgs/msg/Pose2D")(position=_t("vision_msgs/msg/Point2D")(x=cx, y=cy), theta=0.0),
+        size_x=box.width,
+        size_y=box.height,
+    )
+    return _t("vision_msgs/msg/Detection2D")(header=header(stamp_ns, frame_id), results=[hyp], bbox=bbox, id=ident)
+
+
+def detections_to_msg(detections: tuple[Detection, ...], stamp_ns: int, frame_id: str = "camera") -> Any:
+    """Detections as a vision_msgs/Detection2DArray."""
+    dets = [_detection2d(d.box, d.class_id, d.score, None, "", stamp_ns, frame_id) for d in detections]
+    return _t(DETECTIONS_TYPE)(header=header(stamp_ns, frame_id), detections=dets)
+
+
+def ground_truth_to_msg(objects: tuple[GroundTruthObject, ...], stamp_ns: int, frame_id: str = "camera") -> Any:
+    """Ground truth as a vision_msgs/Detection2DArray. An object without a position is written at
+    ``(distance, 0, 0)`` so that its distance survives the trip."""
+    dets = [
+        _detection2d(
+            g.box,
+            g.class_id,
+            1.0,
+            g.position if g.position is not None else (g.distance, 0.0, 0.0),
+            g.track_id,
+            stamp_ns,
+            frame_id,
+        )
+        for g in objects
+    ]
+    return _t(DETECTIONS_TYPE)(header=header(stamp_ns, frame_id), detections=dets)
+
+
+def _box_of(det: Any, i: int) -> Box:
+    b = det.bbox
+    values = (b.center.position.x, b.center.position.y, b.size_x, b.size_y)
+    if not all(math.isfinite(v) for v in values):
+        raise InvalidValueError(f"detections[{i}]: non-finite box {values}")
+    if b.size_x < 0 or b.size_y < 0:
+        raise InvalidValueError(f"detections[{i}]: negative box size ({b.size_x}, {b.size_y})")
+    return Box.from_center(*values)
+
+
+def _hypothesis(det: Any, i: int) -> tuple[str, float]:
+    if not det.results:
+        raise InvalidValueError(f"detections[{i}]: no results (class hypothesis) present")
+    hyp = det.results[0].hypothesis
+    if not math.isfinite(hyp.score):
+        raise InvalidValueError(f"detections[{i}]: non-finite score {hyp.score}")
+    return str(hyp.class_id), float(hyp.score)
+
+
+def detections_from_msg(msg: Any) -> tuple[Detection, ...]:
+    """A Detection2DArray as detections; raises `InvalidValueError` naming the offending entry."""
+    out = []
+    for i, det in enumerate(msg.detections):
+        class_id, score = _hypothesis(det, i)
+        out.append(Detection(_box_of(det, i), class_id, score))
+    return tuple(out)
+
+
+def ground_truth_from_msg(msg: Any) -> tuple[GroundTruthObject, ...]:
+    """A ground-truth Detection2DArray as objects with position and distance (its norm)."""
+    out = []
+    for i, det in enumerate(msg.detections):
+        class_id, _ = _hypothesis(det, i)
+        p = det.results[0].pose.pose.position
+        out.append(GroundTruthObject.at_position(_box_of(det, i), class_id, (p.x, p.y, p.z), str(det.id)))
+    return tuple(out)
+
+
+def ego_to_msg(ego: EgoState, stamp_ns: int, frame_id: str = "map") -> Any:
+    """Ego state as nav_msgs/Odometry (yaw as a quaternion about z)."""
+    pose = _t("geometry_msgs/msg/Pose")(
+        position=_t("geometry_msgs/msg/Point")(x=ego.x, y=ego.y, z=0.0),
+        orientation=_t("geometry_msgs/msg/Quaternion")(x=0.0, y=0.0, z=math.sin(ego.yaw / 2), w=math.cos(ego.yaw / 2)),
+    )
+    zero3 = _t("geometry_msgs/msg/Vector3")(x=0.0, y=0.0, z=0.0)
+    twist = _t("geometry_msgs/msg/Twist")(
+        linear=_t("geometry_msgs/msg/Vector3")(x=ego.speed, y=0.0, z=0.0), angular=zero3
+    )
+    return _t(ODOMETRY_TYPE)(
+        header=header(stamp_ns, frame_id),
+        child_frame_id="ego",
+        pose=_t("geometry_msgs/msg/PoseWithCovariance")(pose=pose, covariance=np.zeros(36)),
+        twist=_t("geometry_msgs/msg/TwistWithCovariance")(twist=twist, covariance=np.zeros(36)),
+    )
+
+
+def ego_from_msg(msg: Any) -> EgoState:
+    """nav_msgs/Odometry as ego state (yaw from the quaternion)."""
+    q = msg.pose.pose.orientation
+    yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
+    p = msg.pose.pose.position
+    return EgoState(x=float(p.x), y=float(p.y), yaw=yaw, speed=float(msg.twist.twist.linear.x))
