@@ -103,7 +103,9 @@ def confusion_from_mapping(data: Any, where: str = "<data>") -> DistanceConfusio
         raise ConfusionFileError(f"{where}: missing key 'bin_edges' (or 'bin_edges_m'): not a confusion-matrix file")
     orientation = str(data.get("orientation", ""))
     if orientation and "rows=predicted" not in orientation.replace(" ", ""):
-        raise ConfusionFileError(f"{where}: orientation: only rows=predicted, cols=true is supported, got {orientation!r}")
+        raise ConfusionFileError(
+            f"{where}: orientation: only rows=predicted, cols=true is supported, got {orientation!r}"
+        )
     edges = _edges(data[edge_key], where, edge_key)
     class_labels = _labels(data, "class_labels", where)
     prop_labels = _labels(data, "prop_labels", where)

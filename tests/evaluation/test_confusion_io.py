@@ -87,7 +87,8 @@ def test_csv_has_one_row_per_cell(tmp_path: Path) -> None:
     rows = list(csv.DictReader(path.open()))
     # 2 kinds x (2 bins + pooled) x 4 cells.
     assert len(rows) == 2 * 3 * 4
-    cell = next(r for r in rows if r["matrix"] == "class" and r["bin"] == "0" and r["pred"] == "empty" and r["true"] == "ped")
+    key = ("class", "0", "empty", "ped")
+    cell = next(r for r in rows if (r["matrix"], r["bin"], r["pred"], r["true"]) == key)
     assert cell["count"] == "1" and float(cell["p_pred_given_true"]) == pytest.approx(1 / 3)
 
 
