@@ -40,9 +40,10 @@ def _box(value: Any, what: str) -> Box:
     if not isinstance(value, list | tuple) or len(value) != 4:
         raise InvalidValueError(f"{what}: expected [x_min, y_min, x_max, y_max], got {value!r}")
     try:
-        return Box(*(float(v) for v in value))
+        coords = [float(v) for v in value]
     except (TypeError, ValueError) as exc:
         raise InvalidValueError(f"{what}: {exc}") from exc
+    return Box(*coords)
 
 
 def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:

@@ -1,0 +1,89 @@
+"""rosbag2 round trips in both storages and the assembly of frames by stamp."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from perception_safety.core import Frame
+from perception_safety.io.bag import BagReadReport, BagTopics, find_bags, read_bags, read_frames, write_frames
+
+
+def assert_same_frame(a: Frame, b: Frame) -> None:
+    """Field by field; boxes travel as centre+size, so coordinates agree to rounding (1e-9 px)."""
+    assert a.stamp_ns == b.stamp_ns
+    assert np.array_equal(a.image, b.image)
+    assert len(a.detections) == len(b.detections) and len(a.ground_truth) == len(b.ground_truth)
+    for x, y in zip(a.detections, b.detections, strict=True):
+        np.testing.assert_allclose(x.box.as_tuple(), y.box.as_tuple(), atol=1e-9)
+        assert (x.class_id, x.score) == (y.class_id, y.score)
+    for x, y in zip(a.ground_truth, b.ground_truth, strict=True):
+        np.testing.assert_allclose(x.box.as_tuple(), y.box.as_tuple(), atol=1e-9)
+        assert (x.class_id, x.position, x.track_id) == (y.class_id, y.position, y.track_id)
+        assert x.distance == pytest.approx(y.distance, abs=1e-12)
+    assert (a.ego.x, a.ego.y, a.ego.speed) == (b.ego.x, b.ego.y, b.ego.speed)
+    assert math.isclose(a.ego.yaw, b.ego.yaw, abs_tol=1e-12)
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_round_trip_of_a_few_hundred_frames(make_frames, tmp_path, storage):
+    frames = make_frames(300)
+    assert write_frames(tmp_path / "bag", frames, storage=storage) == 300
+    report = BagReadReport()
+    back = list(read_frames(tmp_path / "bag", report=report))
+    assert len(back) == 300 and report.frames == 300
+    assert not report.skipped and not report.unmatched and not report.missing_topics
+    for a, b in zip(frames, back, strict=True):
+        assert_same_frame(a, b)
+
+
+def test_mono_and_missing_images_and_no_ego(make_frames, tmp_path):
+    frames = make_frames(4, image_shape=(6, 8))
+    frames = [
+        Frame(f.stamp_ns, f.detections, f.ground_truth, None, f.image if i % 2 else None) for i, f in enumerate(frames)
+    ]
+    write_frames(tmp_path / "bag", frames)
+    back = list(read_frames(tmp_path / "bag"))
+    assert [b.image is None for b in back] == [True, False, True, False]
+    assert np.array_equal(back[1].image, frames[1].image) and back[1].image.ndim == 2
+    assert all(b.ego is None for b in back)
+
+
+def test_without_images_reads_no_image(make_frames, tmp_path):
+    write_frames(tmp_path / "bag", make_frames(5))
+    assert all(f.image is None for f in read_frames(tmp_path / "bag", with_images=False))
+
+
+def test_nearest_stamp_assembly_with_tolerance(make_frames, tmp_path):
+    """Detections 2 ms after the camera: joined within a 5 ms tolerance, unmatched at 0 tolerance."""
+    frames = make_frames(10)
+    write_frames(tmp_path / "cam", frames, topics=BagTopics(detections="", ground_truth="", ego=""))
+    shifted = [Frame(f.stamp_ns + 2_000_000, f.detections, f.ground_truth, f.ego) for f in frames]
+    # Put both recordings into one bag: write camera-only and detection-only bags, then merge by reading both.
+    from rosbags.rosbag2 import Reader, Writer
+
+    write_frames(tmp_path / "det", shifted, topics=BagTopics(image=""))
+    with Writer(tmp_path / "merged", version=9) as w:
+        for src in ("cam", "det"):
+            with Reader(tmp_path / src) as r:
+                for c in r.connections:
+                    conn = w.add_connection(c.topic, c.msgtype, msgdef=c.msgdef.data, rihs01=c.digest)
+                    for _, t, raw in r.messages(connections=[c]):
+                        w.write(conn, t, raw)
+    exact = BagReadReport()
+    assert all(f.image is None for f in read_frames(tmp_path / "merged", report=exact))
+    assert exact.unmatched[(str(tmp_path / "merged"), "/camera/image_raw")] == 10
+    near = BagReadReport()
+    joined = list(read_frames(tmp_path / "merged", tolerance_ns=5_000_000, report=near))
+    assert all(np.array_equal(j.image, f.image) for j, f in zip(joined, frames, strict=True))
+    assert not near.unmatched
+
+
+def test_find_bags_searches_directories(make_frames, tmp_path):
+    write_frames(tmp_path / "a" / "bag1", make_frames(2))
+    write_frames(tmp_path / "b" / "bag2", make_frames(3), storage="sqlite3")
+    bags = find_bags([tmp_path])
+    assert [p.name for p in bags] == ["bag1", "bag2"]
+    assert len(list(read_bags([tmp_path]))) == 5

@@ -1,0 +1,47 @@
+"""The JSON Lines dataset: round trip, and malformed lines named by file:line."""
+
+from __future__ import annotations
+
+import pytest
+
+from perception_safety.io.dataset import DatasetError, DatasetReadReport, read_jsonl_frames, write_jsonl_frames
+
+
+def test_round_trip(make_frames, tmp_path):
+    frames = [
+        f.__class__(f.stamp_ns, f.detections, f.ground_truth, None, None, f"f{i}")
+        for i, f in enumerate(make_frames(20))
+    ]
+    write_jsonl_frames(tmp_path / "d.jsonl", frames)
+    assert list(read_jsonl_frames(tmp_path / "d.jsonl")) == frames
+
+
+def test_distance_from_position_and_defaults(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text(
+        '{"frame": "a", "detections": [{"box": [0,0,1,1], "class": "car"}],'
+        ' "ground_truth": [{"box": [0,0,2,2], "class": "ped", "position": [3,4,0]}]}\n\n'
+    )
+    (f,) = read_jsonl_frames(p)
+    assert f.frame_id == "a" and f.detections[0].score == 1.0 and f.ground_truth[0].distance == 5.0
+
+
+@pytest.mark.parametrize(
+    "line, expected",
+    [
+        ('{"detections": [{"box": [0, 0, 1], "class": "car"}]}', r"detections\[0\]: box: expected \[x_min"),
+        ('{"detections": [{"box": [5, 0, 1, 1], "class": "car"}]}', r"detections\[0\]: box: inverted"),
+        ('{"ground_truth": [{"box": [0, 0, 1, 1], "class": "car"}]}', r"ground_truth\[0\]: needs 'distance'"),
+        ('{"detections": [{"box": [0, 0, 1, NaN], "class": "car"}]}', "non-finite"),
+        ('{"detections": [{"class": "car"}]}', "missing key 'box'"),
+        ("{not json", "Expecting"),
+    ],
+)
+def test_bad_lines_name_file_and_line(tmp_path, line, expected):
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"frame": "ok"}\n' + line + "\n")
+    with pytest.raises(DatasetError, match=rf"{p}:2: .*{expected}"):
+        list(read_jsonl_frames(p))
+    report = DatasetReadReport()
+    assert len(list(read_jsonl_frames(p, skip_bad=True, report=report))) == 1
+    assert list(report.skipped) == [(str(p), 2)] and report.frames == 1
