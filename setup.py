@@ -27,6 +27,9 @@ setup(
     entry_points={
         "console_scripts": [
             "perception-safety = perception_safety.cli:main",
+            "safety_monitor = perception_safety.ros.safety_monitor_node:main",
+            "bbsl_monitor = perception_safety.ros.bbsl_monitor_node:main",
+            "returns_logger = perception_safety.ros.returns_logger_node:main",
         ],
     },
 )
