@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 
 from perception_safety.core.types import Frame, InvalidValueError
@@ -39,6 +39,20 @@ class BagTopics(BaseModel):
     ground_truth: str = "/ground_truth"
     ego: str = "/ego/odometry"
     anchor: Literal["detections", "image", "ground_truth"] = "detections"
+
+
+class BagConfig(BaseModel):
+    """How recordings are read and written: topics, stamp tolerance and storage (section ``bags``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    topics: BagTopics = BagTopics()
+    tolerance_ms: float = Field(0.0, ge=0.0, description="join messages whose stamps differ by at most this")
+    storage: Literal["mcap", "sqlite3"] = "mcap"
+
+    @property
+    def tolerance_ns(self) -> int:
+        return int(round(self.tolerance_ms * 1e6))
 
 
 _TYPES = {
