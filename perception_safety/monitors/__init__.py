@@ -1,1 +1,4 @@
-"""Runtime monitors (contrast, plausibility, stop region) and image perturbations; pure objects, the same online and offline."""
+"""Runtime monitors (contrast, plausibility, stop region) and image perturbations.
+
+Pure objects with ``update(frame) -> MonitorResult`` and ``reset()``, the same online and offline.
+"""

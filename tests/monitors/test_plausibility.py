@@ -1,0 +1,113 @@
+"""Plausibility (ghost-detection) monitor: pop-ups in the danger region alarm, walk-ins do not."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from perception_safety.core.types import Box, Detection, Frame
+from perception_safety.monitors.config import PlausibilityConfig
+from perception_safety.monitors.plausibility import PlausibilityMonitor
+
+# paper regions: warning x 274..1007, y 468..720; danger x 385..895, y 470..720
+
+
+def _frame(k: int, *boxes: tuple[float, float, float, float], cls: str = "person") -> Frame:
+    return Frame(k, detections=tuple(Detection(Box(*b), cls, 0.9) for b in boxes))
+
+
+def _ped(cx: float, cy: float = 600.0) -> tuple[float, float, float, float]:
+    return (cx - 20, cy - 50, cx + 20, cy + 50)
+
+
+def test_box_popping_up_in_danger_region_alarms() -> None:
+    mon = PlausibilityMonitor()
+    assert not mon.update(_frame(0)).alarm
+    assert not mon.update(_frame(1)).alarm
+    res = mon.update(_frame(2, _ped(640)))
+    assert res.alarm and res.values["ghosts"] == 1.0
+    assert "ghost person in danger region" in res.reasons[0]
+
+
+def test_pedestrian_walking_in_through_the_warning_region_does_not_alarm() -> None:
+    mon = PlausibilityMonitor()
+    # starts left of the warning region (x < 274), walks right 10 px per frame deep into danger
+    results = [mon.update(_frame(k, _ped(200 + 10 * k))) for k in range(50)]
+    assert not any(r.alarm for r in results)
+    assert results[-1].values["tracks"] == 1.0
+    # it really was inside the danger region at the end (x centre 690)
+    assert 385 < 200 + 10 * 49 < 895
+
+
+def test_pedestrian_appearing_in_the_warning_band_then_entering_danger_is_fine() -> None:
+    mon = PlausibilityMonitor()
+    mon.update(_frame(0))
+    # first seen at x=330: inside the warning region, left of the danger region (box 310..350 < 385)
+    results = [mon.update(_frame(k, _ped(330 + 8 * (k - 1)))) for k in range(1, 20)]
+    assert not any(r.alarm for r in results)
+
+
+def test_first_frame_is_warmup_unless_configured() -> None:
+    assert not PlausibilityMonitor().update(_frame(0, _ped(640))).alarm
+    assert PlausibilityMonitor(PlausibilityConfig(warmup_frames=0)).update(_frame(0, _ped(640))).alarm
+
+
+def test_unwatched_class_and_low_score_do_not_alarm() -> None:
+    mon = PlausibilityMonitor(PlausibilityConfig(min_score=0.95))
+    mon.update(_frame(0))
+    assert not mon.update(_frame(1, _ped(640), cls="car")).alarm
+    assert not mon.update(_frame(2, _ped(700))).alarm  # score 0.9 < 0.95: ignored
+
+
+def test_track_expires_after_history_frames() -> None:
+    cfg = PlausibilityConfig(history_frames=3)
+    mon = PlausibilityMonitor(cfg)
+    for k in range(5):
+        mon.update(_frame(k, _ped(600)))
+    # unseen for 2 frames, then back at the same place: the track is alive, no alarm
+    mon.update(_frame(5))
+    mon.update(_frame(6))
+    assert not mon.update(_frame(7, _ped(600))).alarm
+    # unseen for 3 frames: the track expired, the re-appearance is a ghost
+    for k in (8, 9, 10):
+        mon.update(_frame(k))
+    assert mon.update(_frame(11, _ped(600))).alarm
+
+
+def test_ghost_beside_a_tracked_pedestrian_still_alarms() -> None:
+    mon = PlausibilityMonitor()
+    for k in range(10):
+        mon.update(_frame(k, _ped(300 + 5 * k)))
+    res = mon.update(_frame(10, _ped(350), _ped(800)))
+    assert res.alarm and res.values["ghosts"] == 1.0 and "(780.0, 550.0, 820.0, 650.0)" in res.reasons[0]
+
+
+def test_jump_faster_than_bound_is_flagged() -> None:
+    cfg = PlausibilityConfig(max_jump_px_per_frame=30.0, association_distance_px=100.0)
+    mon = PlausibilityMonitor(cfg)
+    mon.update(_frame(0, _ped(300)))
+    assert not mon.update(_frame(1, _ped(320))).alarm  # 20 px/frame
+    res = mon.update(_frame(2, _ped(390)))  # 70 px in one frame, associated by distance (<= 100)
+    assert res.alarm and res.values["jumps"] == 1.0 and "jumped 70.0 px/frame" in res.reasons[0]
+    quiet = PlausibilityMonitor(cfg.model_copy(update={"alarm_on_jump": False}))
+    quiet.update(_frame(0, _ped(300)))
+    r = quiet.update(_frame(1, _ped(370)))
+    assert not r.alarm and r.values["jumps"] == 1.0 and r.reasons
+
+
+def test_boxes_outside_the_image_are_flagged() -> None:
+    mon = PlausibilityMonitor(PlausibilityConfig(image_size=(1280, 720)))
+    res = mon.update(_frame(0, (1200, 100, 1300, 200), cls="car"))
+    assert res.alarm and res.values["outside"] == 1.0
+    assert not mon.update(_frame(1, (1200, 100, 1281, 200), cls="car")).alarm  # within 2 px tolerance
+    img = Frame(2, detections=(Detection(Box(-10, 5, 20, 30), "car"),), image=np.zeros((100, 100, 3), np.uint8))
+    assert mon.update(img).values["outside"] == 1.0  # image size taken from the frame
+
+
+def test_reset_forgets_tracks_and_is_deterministic() -> None:
+    seq = [_frame(k, _ped(200 + 15 * k)) for k in range(30)] + [_frame(30, _ped(200 + 15 * 30), _ped(500, 650))]
+    mon = PlausibilityMonitor()
+    first = [mon.update(f) for f in seq]
+    mon.reset()
+    second = [mon.update(f) for f in seq]
+    assert first == second
+    assert first[-1].alarm

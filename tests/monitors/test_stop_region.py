@@ -1,0 +1,43 @@
+"""Emergency-braking rule: stop when a watched box overlaps the warning region (paper Section III-B)."""
+
+from __future__ import annotations
+
+from perception_safety.core.types import Box, Detection, Frame, GroundTruthObject
+from perception_safety.monitors.config import StopRegionConfig
+from perception_safety.monitors.stop_region import StopRegionMonitor, should_stop
+
+# warning region of the paper's code: x in [274, 1007], y in [468, 720]
+CFG = StopRegionConfig()
+
+
+def test_overlap_with_warning_region_stops() -> None:
+    assert should_stop([Box(1000, 400, 1040, 480)], ["person"], [0.9], CFG)  # 7 x 12 px inside
+    assert not should_stop([Box(1008, 400, 1040, 480)], ["person"], [0.9], CFG)  # right of the region
+    assert not should_stop([Box(1007, 400, 1040, 480)], ["person"], [0.9], CFG)  # touching edge, zero area
+    assert not should_stop([Box(500, 300, 600, 467)], ["person"], [0.9], CFG)  # above it
+
+
+def test_only_watched_classes_and_scores_count() -> None:
+    inside = Box(500, 500, 560, 600)
+    assert not should_stop([inside], ["car"], [0.9], CFG)
+    cfg = StopRegionConfig(min_score=0.5)
+    assert not should_stop([inside], ["person"], [0.4], cfg)
+    assert should_stop([inside], ["person"], [0.5], cfg)
+
+
+def test_min_overlap() -> None:
+    cfg = StopRegionConfig(min_overlap_px=100.0)
+    # x 1002..1007 (5 px) times y 700..720 (20 px) = 100 px^2: not more than 100
+    assert not should_stop([Box(1002, 700, 1040, 740)], ["person"], [1.0], cfg)
+    assert should_stop([Box(1000, 700, 1040, 740)], ["person"], [1.0], cfg)  # 7 x 20 = 140
+
+
+def test_monitor_reads_detections_or_ground_truth() -> None:
+    ped_box = Box(600, 500, 640, 600)
+    frame = Frame(0, detections=(), ground_truth=(GroundTruthObject(ped_box, "person", 10.0),))
+    assert not StopRegionMonitor(CFG).update(frame).alarm
+    gt_rule = StopRegionMonitor(StopRegionConfig(source="ground_truth"))
+    res = gt_rule.update(frame)
+    assert res.alarm and res.values["boxes_in_region"] == 1.0
+    seen = Frame(0, detections=(Detection(ped_box, "person", 0.8),))
+    assert StopRegionMonitor(CFG).update(seen).alarm
