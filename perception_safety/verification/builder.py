@@ -1,0 +1,270 @@
+"""Algorithm 3 of the seed paper: a DTMC from a finite abstract system and P(obs | true env).
+
+``Pr(s, s') = Σ_{y ∈ O(s, s')} μ_k(y, x_e)`` (Definitions 3-4, eqs. 6 and 9) where ``k`` is the
+distance bin of ``s``. The chain is assembled as CSR arrays with numpy (one vectorised controller
+call per observation outcome, never a Python loop per state) and handed to Storm's sparse matrix
+builder directly, never through PRISM text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perception_safety.verification.errors import VerificationError
+
+ROW_SUM_TOLERANCE = 1e-12
+RESERVED_LABELS = frozenset({"init", "deadlock"})
+
+Observation = tuple[str, ...]
+"""One observation outcome: the predicted labels (class-labeled: one per object; proposition: the set)."""
+
+Controller = Callable[[np.ndarray, Observation], np.ndarray]
+"""``K(states, y) -> successors``: vectorised over an int64 array of state indices."""
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class ObservationModel:
+    """``μ_k(y, x_e)`` for one true environment ``x_e``: ``probs[bin, outcome]`` (eqs. 5 and 8).
+
+    ``bin_edges`` are half-open ``[lo, hi)`` metres, one per row of ``probs``; ``None`` means
+    pooled (one row, used for every state whatever its distance).
+    """
+
+    outcomes: tuple[Observation, ...]
+    probs: np.ndarray
+    bin_edges: tuple[tuple[float, float], ...] | None = None
+    source: str = ""
+
+    def __post_init__(self) -> None:
+        outcomes = tuple(tuple(o) for o in self.outcomes)
+        object.__setattr__(self, "outcomes", outcomes)
+        probs = np.array(self.probs, dtype=np.float64, copy=True)
+        where = f"{self.source}: " if self.source else ""
+        if probs.ndim == 1:
+            probs = probs[None, :]
+        if probs.ndim != 2 or probs.shape[1] != len(outcomes):
+            raise VerificationError(
+                f"{where}observation probabilities: expected shape (bins, {len(outcomes)}), got {probs.shape}"
+            )
+        bad = ~np.isfinite(probs) | (probs < 0) | (probs > 1 + ROW_SUM_TOLERANCE)
+        if bad.any():
+            b, o = (int(i) for i in np.argwhere(bad)[0])
+            raise VerificationError(
+                f"{where}observation probability of {'/'.join(outcomes[o]) or '∅'} in {self._bin_name(b)} "
+                f"is {float(probs[b, o])!r}; expected a finite value in [0, 1]"
+            )
+        if self.bin_edges is None:
+            if probs.shape[0] != 1:
+                raise VerificationError(f"{where}pooled observation probabilities need one row, got {probs.shape[0]}")
+        else:
+            edges = tuple((float(lo), float(hi)) for lo, hi in self.bin_edges)
+            if len(edges) != probs.shape[0]:
+                raise VerificationError(
+                    f"{where}{len(edges)} bin edges for {probs.shape[0]} rows of observation probabilities"
+                )
+            for i, (lo, hi) in enumerate(edges):
+                if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                    raise VerificationError(f"{where}bin {i}: invalid edges [{lo}, {hi})")
+                if i and lo < edges[i - 1][1]:
+                    raise VerificationError(f"{where}bin {i}: [{lo}, {hi}) overlaps or precedes the bin before it")
+            object.__setattr__(self, "bin_edges", edges)
+        object.__setattr__(self, "probs", _readonly(probs))
+
+    @property
+    def pooled(self) -> bool:
+        return self.bin_edges is None
+
+    def _bin_name(self, b: int) -> str:
+        if self.bin_edges is None:
+            return "the pooled matrix"
+        lo, hi = self.bin_edges[b]
+        return f"bin {b} [{lo:g}, {hi:g}) m"
+
+    def bins_of(self, distances: np.ndarray) -> np.ndarray:
+        """Bin index of each distance (``[lo, hi)``); -1 where no bin holds it (gap or beyond the edges)."""
+        distances = np.asarray(distances, dtype=np.float64)
+        if self.bin_edges is None:
+            return np.zeros(distances.shape, dtype=np.int64)
+        lo = np.array([e[0] for e in self.bin_edges])
+        hi = np.array([e[1] for e in self.bin_edges])
+        idx = np.searchsorted(lo, distances, side="right") - 1
+        safe = np.clip(idx, 0, len(lo) - 1)
+        inside = (idx >= 0) & (distances < hi[safe]) & np.isfinite(distances)
+        return np.where(inside, idx, -1)
+
+
+@dataclass(frozen=True)
+class AbstractSystem:
+    """A finite abstract system for Algorithm 3: states ``0..n_states-1`` of agent × (fixed) environment.
+
+    ``controller`` is K (vectorised), ``distance_m`` maps states to the distance (metres) that selects
+    the confusion-matrix bin, ``labels`` maps each atomic proposition to a boolean mask over states,
+    ``describe`` names a state in error messages.
+    """
+
+    n_states: int
+    controller: Controller
+    distance_m: Callable[[np.ndarray], np.ndarray]
+    labels: Mapping[str, np.ndarray]
+    initial_states: Sequence[int]
+    describe: Callable[[int], str] = str
+
+
+@dataclass(frozen=True)
+class MarkovChain:
+    """A DTMC ``M = (S, Pr, ι_init, AP, L)`` (Definition 1) as CSR arrays plus boolean label masks."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    labels: Mapping[str, np.ndarray]
+    initial_states: np.ndarray
+    describe: Callable[[int], str] = field(default=str, compare=False, repr=False)
+    _storm: list[Any] = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def n_states(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def n_transitions(self) -> int:
+        return len(self.data)
+
+    def rows(self) -> np.ndarray:
+        """Row index of every stored transition (COO form)."""
+        return np.repeat(np.arange(self.n_states, dtype=np.int64), np.diff(self.indptr))
+
+    def to_scipy(self) -> Any:
+        """The transition matrix as ``scipy.sparse.csr_matrix``."""
+        from scipy.sparse import csr_matrix
+
+        n = self.n_states
+        return csr_matrix((self.data, self.indices, self.indptr), shape=(n, n))
+
+    def storm_model(self) -> Any:
+        """The chain as a ``stormpy`` sparse DTMC (built once, then cached)."""
+        if not self._storm:
+            self._storm.append(to_storm(self))
+        return self._storm[0]
+
+
+def _check_labels(labels: Mapping[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {}
+    for name, mask in labels.items():
+        if name in RESERVED_LABELS:
+            raise VerificationError(f"label {name!r} is reserved by Storm; choose another name")
+        if not name or not all(c.isalnum() or c == "_" for c in name) or name[0].isdigit():
+            raise VerificationError(f"label {name!r}: use letters, digits and '_' (not starting with a digit)")
+        m = np.asarray(mask)
+        if m.dtype != bool or m.shape != (n,):
+            raise VerificationError(f"label {name!r}: expected a boolean mask of shape ({n},), got {m.dtype} {m.shape}")
+        out[name] = _readonly(m.copy())
+    return out
+
+
+def build_chain(system: AbstractSystem, observations: ObservationModel) -> MarkovChain:
+    """Algorithm 3: sum ``μ_k(y, x_e)`` over observations ``y`` leading to the same successor.
+
+    Raises `VerificationError` naming the state when a state has no bin, the controller leaves the
+    state space, or a row of the chain does not sum to 1 within 1e-12.
+    """
+    n = int(system.n_states)
+    if n <= 0:
+        raise VerificationError(f"the system has {n} states; expected at least one")
+    states = np.arange(n, dtype=np.int64)
+    bins = observations.bins_of(np.asarray(system.distance_m(states), dtype=np.float64))
+    if bins.shape != (n,):
+        raise VerificationError(f"distance function returned shape {bins.shape}; expected ({n},)")
+    missing = np.flatnonzero(bins < 0)
+    if missing.size:
+        s = int(missing[0])
+        d = float(np.asarray(system.distance_m(states[s : s + 1]))[0])
+        lo, hi = observations.bin_edges[0][0], observations.bin_edges[-1][1]  # type: ignore[index]
+        raise VerificationError(
+            f"{observations.source + ': ' if observations.source else ''}no confusion-matrix bin holds distance "
+            f"{d:g} m of state {system.describe(s)} (bins cover [{lo:g}, {hi:g}) m; {missing.size} states affected)"
+        )
+
+    rows_parts, cols_parts, vals_parts = [], [], []
+    for j, outcome in enumerate(observations.outcomes):
+        p = observations.probs[bins, j]
+        succ = np.asarray(system.controller(states, outcome))
+        if succ.shape != (n,) or not np.issubdtype(succ.dtype, np.integer):
+            raise VerificationError(
+                f"controller returned {succ.dtype} {succ.shape} for observation {outcome}; expected int ({n},)"
+            )
+        out = np.flatnonzero((succ < 0) | (succ >= n))
+        if out.size:
+            s = int(out[0])
+            raise VerificationError(
+                f"controller maps state {system.describe(s)} under observation {'/'.join(outcome) or '∅'} "
+                f"to {int(succ[s])}, outside the model's {n} states"
+            )
+        nz = p > 0
+        rows_parts.append(states[nz])
+        cols_parts.append(succ[nz].astype(np.int64, copy=False))
+        vals_parts.append(p[nz])
+
+    rows = np.concatenate(rows_parts)
+    cols = np.concatenate(cols_parts)
+    vals = np.concatenate(vals_parts)
+    key = rows * n + cols
+    order = np.argsort(key, kind="stable")
+    key, vals = key[order], vals[order]
+    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    key = key[starts]
+    vals = np.add.reduceat(vals, starts) if vals.size else vals
+    rows, cols = key // n, key % n
+
+    sums = np.bincount(rows, weights=vals, minlength=n)
+    bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOLERANCE)
+    if bad.size:
+        s = int(bad[0])
+        where = observations._bin_name(int(bins[s]))
+        raise VerificationError(
+            f"{observations.source + ': ' if observations.source else ''}transition probabilities of state "
+            f"{system.describe(s)} sum to {float(sums[s])!r}, not 1 (±{ROW_SUM_TOLERANCE:g}); its observations use "
+            f"{where} — does the true environment's column have samples there? ({bad.size} states affected)"
+        )
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+
+    init = np.unique(np.asarray(system.initial_states, dtype=np.int64))
+    if init.size == 0 or init[0] < 0 or init[-1] >= n:
+        raise VerificationError(f"initial states {list(system.initial_states)} are empty or outside 0..{n - 1}")
+    return MarkovChain(
+        indptr=_readonly(indptr),
+        indices=_readonly(cols),
+        data=_readonly(vals),
+        labels=_check_labels(system.labels, n),
+        initial_states=_readonly(init),
+        describe=system.describe,
+    )
+
+
+def to_storm(chain: MarkovChain) -> Any:
+    """Hand the CSR arrays to ``stormpy``'s SparseMatrixBuilder; add the labels and ``init``."""
+    import stormpy
+
+    n = chain.n_states
+    builder = stormpy.datastructures.SparseMatrixBuilder[float](n, n, chain.n_transitions, True, False, 0)
+    builder.add_next_values(chain.rows().tolist(), chain.indices.tolist(), chain.data.tolist())
+    matrix = builder.build()
+    labeling = stormpy.models.StateLabeling(n)
+    bitvector = stormpy.datastructures.BitVector
+    labeling.add_label("init")
+    labeling.set_states("init", bitvector(n, chain.initial_states.tolist()))
+    for name, mask in chain.labels.items():
+        labeling.add_label(name)
+        labeling.set_states(name, bitvector(n, np.flatnonzero(mask).tolist()))
+    components = stormpy.models.SparseModelComponents[float](transition_matrix=matrix, state_labeling=labeling)
+    return stormpy.models.SparseDtmc[float](components)
