@@ -117,3 +117,28 @@ def load_monitors_config(path: str | Path | None) -> MonitorsConfig:
     from perception_safety.io.config import load_model
 
     return load_model(path, MonitorsConfig, section="monitors")
+
+
+PerturbationName = Literal[
+    "smoke",
+    "fog",
+    "sun_flare",
+    "rain",
+    "row_add_logic",
+    "shifted_pixels",
+    "coarse_dropout",
+    "grid_dropout",
+    "channel_shuffle",
+    "channel_dropout",
+    "contrast",
+    "brightness",
+    "gaussian_noise",
+]
+
+
+class PerturbationConfig(_Strict):
+    """One image perturbation of an evaluation run (`perception_safety.monitors.perturbations.perturb`)."""
+
+    name: PerturbationName
+    level: int = Field(default=1, ge=0, description="0 = none; the maximum depends on the perturbation")
+    seed: int = 0
