@@ -1,0 +1,143 @@
+"""``perception-safety bbsl check|eval|test``: BBSL spec analysis, evaluation of a box, specification-based testing."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from perception_safety.bbsl.analysis import analyse
+from perception_safety.bbsl.bindings import Binding, parse_bind_option
+from perception_safety.bbsl.config import BBSLConfig
+from perception_safety.bbsl.errors import BBSLError
+from perception_safety.bbsl.spec import Spec, check_source
+from perception_safety.io.config import load_model
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("bbsl", help="BBSL specifications: check, evaluate, specification-based testing")
+    sub = p.add_subparsers(dest="bbsl_command", metavar="ACTION", required=True)
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("spec", metavar="SPEC", help="a .bbsl specification file")
+        sp.add_argument("--config", metavar="FILE", help="YAML config with a `bbsl` section (default: built-in)")
+        sp.add_argument(
+            "--bind",
+            metavar="NAME=VALUE",
+            action="append",
+            default=[],
+            help="bind an exfunction, e.g. stoppingDistance=[275,375], vehicle=subject (repeatable)",
+        )
+        sp.add_argument("--image-size", metavar="W,H", help="image width,height in pixels (default: config)")
+
+    c = sub.add_parser("check", help="parse, type-check and analyse a spec (Definition 10)")
+    common(c)
+    c.add_argument("--json", action="store_true", help="print the result as JSON")
+    c.add_argument("--strict", action="store_true", help="exit 1 when a property fails")
+    c.set_defaults(func=run_check)
+
+    e = sub.add_parser("eval", help="the cases that hold for given subject boxes")
+    common(e)
+    e.add_argument("--box", metavar="X_MIN,Y_MIN,X_MAX,Y_MAX", action="append", required=True, help="(repeatable)")
+    e.add_argument("--json", action="store_true", help="print the result as JSON")
+    e.set_defaults(func=run_eval)
+
+    t = sub.add_parser("test", help="specification-based testing of detections against ground truth (Def. 11-13)")
+    common(t)
+    t.add_argument("inputs", metavar="INPUT", nargs="+", help="JSON Lines datasets (see io.dataset)")
+    t.add_argument("--out", metavar="DIR", required=True, help="output directory")
+    t.add_argument("--skip-bad", action="store_true", help="skip malformed dataset lines (counted)")
+    t.set_defaults(func=run_test)
+
+
+def _image_size(text: str | None, cfg: BBSLConfig) -> tuple[float, float]:
+    if text is None:
+        return cfg.image_size
+    try:
+        w, h = (float(v) for v in text.replace("x", ",").split(","))
+    except ValueError:
+        raise BBSLError(f"--image-size {text!r}: expected W,H, e.g. 1242,375", source="--image-size") from None
+    if not (w > 0 and h > 0):
+        raise BBSLError(f"--image-size {text!r}: width and height must be positive", source="--image-size")
+    return (w, h)
+
+
+def _setup(args) -> tuple[BBSLConfig, dict[str, Binding], tuple[float, float]]:
+    cfg = load_model(args.config, BBSLConfig, section="bbsl")
+    bindings = cfg.parsed_bindings()
+    for item in args.bind:
+        name, value = parse_bind_option(item)
+        bindings[name] = value
+    return cfg, bindings, _image_size(args.image_size, cfg)
+
+
+def _box(text: str) -> list[float]:
+    try:
+        vals = [float(v) for v in text.strip("[]() ").split(",")]
+    except ValueError:
+        vals = []
+    if len(vals) != 4 or vals[0] > vals[2] or vals[1] > vals[3] or any(v != v for v in vals):
+        raise BBSLError(f"--box {text!r}: expected x_min,y_min,x_max,y_max with min <= max", source="--box")
+    return vals
+
+
+def run_check(args) -> int:
+    _, bindings, size = _setup(args)
+    checked = check_source(Path(args.spec))
+    result = analyse(checked, bindings, size)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2))
+    else:
+        print(f"{args.spec}: {len(result.cases)} cases: {', '.join(result.cases)}")
+        for prop in ("exhaustive", "exclusionary", "non_redundant"):
+            ok = getattr(result, prop)
+            line = f"  {prop.replace('_', '-'):<14} {'yes' if ok else 'NO'}"
+            if not ok:
+                line += f"  counterexample: {json.dumps(result.counterexamples.get(prop))}"
+            print(line)
+        if not result.precondition_satisfiable:
+            print("  precondition   unsatisfiable inside the image")
+    failed = not (result.exhaustive and result.exclusionary and result.non_redundant)
+    return 1 if args.strict and failed else 0
+
+
+def run_eval(args) -> int:
+    _, bindings, size = _setup(args)
+    spec = Spec(check_source(Path(args.spec)), bindings, size)
+    boxes = [_box(b) for b in args.box]
+    pre, cases = spec.evaluate_boxes(boxes)
+    results = [
+        {
+            "box": box,
+            "precondition": bool(pre[i]),
+            "cases": [n for n, hit in zip(spec.case_names, cases[i], strict=True) if hit],
+        }
+        for i, box in enumerate(boxes)
+    ]
+    if args.json:
+        print(json.dumps(results[0] if len(results) == 1 else results))
+    else:
+        for r in results:
+            print(
+                f"{r['box']}: {', '.join(r['cases']) or '(no case)'}"
+                + ("" if r["precondition"] else "  [precondition fails]")
+            )
+    return 0
+
+
+def run_test(args) -> int:
+    from perception_safety.evaluation.bbsl_testing import format_report, run_oracle, write_report
+    from perception_safety.io.dataset import read_jsonl_frames
+
+    cfg, bindings, size = _setup(args)
+    spec = Spec(check_source(Path(args.spec)), bindings, size)
+
+    def frames():
+        for path in args.inputs:
+            yield from read_jsonl_frames(path, skip_bad=args.skip_bad)
+
+    report = run_oracle(spec, frames(), cfg)
+    summary, table = write_report(report, args.out)
+    print(format_report(report))
+    print(f"wrote {summary} and {table}")
+    return 0
