@@ -5,6 +5,7 @@
 set -euo pipefail
 venv=$(cd "${1:?usage: build_vision_msgs.sh VENV BUILD_DIR}" && pwd)
 build=${2:?usage: build_vision_msgs.sh VENV BUILD_DIR}
+mkdir -p "$build"
 src=$(cd "$(dirname "$0")/../interfaces/vision_msgs" && pwd)
 command -v cmake >/dev/null || { echo "build_vision_msgs: cmake not found (apt-get install cmake g++)" >&2; exit 1; }
 "$(dirname "$0")/fix_ros_wheel_cmake.sh" "$venv"
