@@ -8,9 +8,10 @@ for the bin's objects against the set of their true classes.
 
 Frames are processed in columnar batches: IoU of every (detection, ground truth) pair of a frame is
 computed for the whole batch at once; a frame whose admissible pairs are disjoint (each detection and
-each object in at most one admissible pair) has that set as its unique optimal matching, and only the
-remaining frames are handed to the per-frame Hungarian `perception_safety.core.match_boxes`. The
-result therefore equals per-frame `match_boxes` exactly.
+each object in at most one admissible pair) has that set as its unique optimal matching; other small
+connected components are solved exactly by enumeration (see `match_batch`); only the remaining frames
+go to the per-frame Hungarian `perception_safety.core.match_boxes`. The result equals per-frame `match_boxes`
+(exactly, wherever the optimal matching is unique; IoU ties always go to `match_boxes`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from itertools import islice
 from typing import Any
 
 import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 
 from perception_safety.core.iou import iou_pairs
 from perception_safety.core.matching import match_boxes
@@ -31,38 +34,130 @@ from perception_safety.evaluation.confusion_config import ClassMapper, Confusion
 from perception_safety.evaluation.confusion_types import DistanceConfusion, proposition_labels, subset_lookup
 
 
+def candidate_pairs(batch: FrameBatch, iou_threshold: float) -> tuple[np.ndarray, np.ndarray]:
+    """(detection, ground truth) index pairs of the same frame that can reach ``iou_threshold``.
+
+    A superset of the admissible pairs, found by a sorted window join on ``x_min``: IoU >= t
+    forces the x-overlap ``ix >= t * max(w_det, w_gt)``, hence
+    ``x_min_gt ∈ [x_min_det - (1 - t) * W, x_max_det - t * w_det]`` with W the widest ground truth.
+    """
+    n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
+    empty = np.zeros(0, dtype=np.int64)
+    if n_det == 0 or n_gt == 0:
+        return empty, empty
+    n_f = batch.n_frames
+    det_frame = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(batch.det_offsets))
+    gt_frame = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(batch.gt_offsets))
+    db, gb = batch.det_boxes, batch.gt_boxes
+    w_max = float(np.max(gb[:, 2] - gb[:, 0]))
+    lo_x = min(float(db[:, 0].min()), float(gb[:, 0].min()))
+    hi_x = max(float(db[:, 2].max()), float(gb[:, 2].max()))
+    shift = w_max + 1.0 - lo_x  # every shifted x and window bound lies in (0, stride)
+    stride = (hi_x - lo_x) + 2.0 * w_max + 4.0
+    key_g = gt_frame * stride + (gb[:, 0] + shift)
+    order = np.argsort(key_g, kind="stable")
+    sorted_g = key_g[order]
+    t = iou_threshold
+    base = det_frame * stride + shift
+    lo = base + db[:, 0] - (1.0 - t) * w_max
+    hi = base + db[:, 2] - t * (db[:, 2] - db[:, 0])
+    margin = 1e-9 * (np.abs(hi) + 1.0) + 1e-6
+    first = np.searchsorted(sorted_g, lo - margin, side="left")
+    last = np.searchsorted(sorted_g, hi + margin, side="right")
+    counts = np.maximum(last - first, 0)
+    total = int(counts.sum())
+    if total == 0:
+        return empty, empty
+    di = np.repeat(np.arange(n_det, dtype=np.int64), counts)
+    pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(first, counts)
+    gi = order[pos]
+    same = det_frame[di] == gt_frame[gi]  # a safety net: the stride already separates frames
+    return di[same], gi[same]
+
+
+MAX_COMPONENT_EDGES = 6
+_MASKS = (np.arange(1 << MAX_COMPONENT_EDGES)[:, None] >> np.arange(MAX_COMPONENT_EDGES)[None, :]) & 1 == 1
+_PAIRS = np.array([(i, j) for i in range(MAX_COMPONENT_EDGES) for j in range(i + 1, MAX_COMPONENT_EDGES)])
+_PAIR_MASKS = (_MASKS[:, _PAIRS[:, 0]] & _MASKS[:, _PAIRS[:, 1]]).astype(np.float64)
+_TIE = 1e-9  # best and runner-up matchings closer than this go to `match_boxes`
+
+
+def _small_components(
+    ed: np.ndarray, eg: np.ndarray, ew: np.ndarray, n_det: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact maximum-weight matchings of the small connected components of an admissible-pair graph.
+
+    Every subset of a component's (at most ``MAX_COMPONENT_EDGES``) pairs is enumerated at once.
+    Returns ``(chosen, unresolved)`` edge masks and, per edge, its component label.
+    """
+    m = len(ed)
+    nodes, inv = np.unique(np.concatenate([ed, eg + n_det]), return_inverse=True)
+    a, b = inv[:m], inv[m:]
+    graph = coo_matrix((np.ones(m), (a, b)), shape=(len(nodes), len(nodes)))
+    n_comp, label = connected_components(graph, directed=False)
+    comp = label[a]
+    size = np.bincount(comp, minlength=n_comp)
+    chosen = np.zeros(m, dtype=bool)
+    unresolved = size[comp] > MAX_COMPONENT_EDGES
+    small = np.flatnonzero(~unresolved)
+    if len(small) == 0:
+        return chosen, unresolved, comp
+    order = small[np.argsort(comp[small], kind="stable")]
+    c = comp[order]
+    _, row, counts = np.unique(c, return_inverse=True, return_counts=True)
+    slot = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
+    n_rows, e = len(counts), MAX_COMPONENT_EDGES
+    edge = np.full((n_rows, e), -1, dtype=np.int64)
+    edge[row, slot] = order
+    present = edge >= 0
+    safe = np.where(present, edge, 0)
+    d, g = np.where(present, ed[safe], -1), np.where(present, eg[safe], -2)
+    w = np.where(present, ew[safe], 0.0)
+    i, j = _PAIRS[:, 0], _PAIRS[:, 1]
+    clash = present[:, i] & present[:, j] & ((d[:, i] == d[:, j]) | (g[:, i] == g[:, j]))
+    invalid = (clash.astype(np.float64) @ _PAIR_MASKS.T > 0) | ((~present).astype(np.float64) @ _MASKS.T > 0)
+    total = np.where(invalid, -1.0, w @ _MASKS.T)
+    best = np.argmax(total, axis=1)
+    top2 = np.partition(total, -2, axis=1)[:, -2:]
+    tie = top2[:, 1] - top2[:, 0] <= _TIE
+    pick = _MASKS[best] & present & ~tie[:, None]
+    chosen[edge[pick]] = True
+    unresolved[edge[present & tie[:, None]]] = True
+    return chosen, unresolved, comp
+
+
 def match_batch(batch: FrameBatch, iou_threshold: float, class_aware: bool) -> tuple[np.ndarray, int]:
     """For every ground-truth object of the batch, the index of its matched detection or -1.
 
-    Same matching as per-frame `match_boxes`; also returns how many frames needed the Hungarian fallback.
+    Same matching as per-frame `match_boxes` (maximum summed IoU over admissible pairs): a pair
+    whose detection and object have no other admissible pair is always matched; other connected
+    components of the admissible-pair graph with at most ``MAX_COMPONENT_EDGES`` pairs are solved
+    exactly by enumeration; frames with a larger component or a near-tie (within 1e-9) go to
+    `match_boxes` whole. Also returns how many frames did.
     """
-    n_gt = len(batch.gt_boxes)
+    n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
     gt_match = np.full(n_gt, -1, dtype=np.int64)
-    nd = np.diff(batch.det_offsets)
-    ng = np.diff(batch.gt_offsets)
-    npairs = nd * ng
-    total = int(npairs.sum())
-    if total == 0:
+    di, gi = candidate_pairs(batch, iou_threshold)
+    if len(di) == 0:
         return gt_match, 0
-    frames = np.flatnonzero(npairs)
-    counts = npairs[frames]
-    pair_frame = np.repeat(frames, counts)
-    start = np.repeat(np.cumsum(counts) - counts, counts)
-    k = np.arange(total, dtype=np.int64) - start
-    ngp = ng[pair_frame]
-    di = batch.det_offsets[pair_frame] + k // ngp
-    gi = batch.gt_offsets[pair_frame] + k % ngp
     iou = iou_pairs(batch.det_boxes[di], batch.gt_boxes[gi])
     adm = (iou >= iou_threshold) & (iou > 0.0)
     if class_aware:
         adm &= batch.det_classes[di] == batch.gt_classes[gi]
-    ed, eg, ef = di[adm], gi[adm], pair_frame[adm]
-    deg_d = np.bincount(ed, minlength=len(batch.det_boxes))
+    ed, eg, ew = di[adm], gi[adm], iou[adm]
+    deg_d = np.bincount(ed, minlength=n_det)
     deg_g = np.bincount(eg, minlength=n_gt)
     simple = (deg_d[ed] == 1) & (deg_g[eg] == 1)
     gt_match[eg[simple]] = ed[simple]
-    ambiguous = np.unique(ef[~simple])
-    for f in ambiguous.tolist():
+    rest = np.flatnonzero(~simple)
+    fallback = np.zeros(batch.n_frames, dtype=bool)
+    if len(rest):
+        chosen, unresolved, _ = _small_components(ed[rest], eg[rest], ew[rest], n_det)
+        gt_match[eg[rest[chosen]]] = ed[rest[chosen]]
+        edge_frame = np.searchsorted(batch.gt_offsets, eg[rest[unresolved]], side="right") - 1
+        fallback[edge_frame] = True
+    frames = np.flatnonzero(fallback)
+    for f in frames.tolist():
         d0, d1 = int(batch.det_offsets[f]), int(batch.det_offsets[f + 1])
         g0, g1 = int(batch.gt_offsets[f]), int(batch.gt_offsets[f + 1])
         m = match_boxes(
@@ -75,7 +170,7 @@ def match_batch(batch: FrameBatch, iou_threshold: float, class_aware: bool) -> t
         )
         gt_match[g0:g1] = -1
         gt_match[g0 + m.gt_indices] = d0 + m.det_indices
-    return gt_match, len(ambiguous)
+    return gt_match, len(frames)
 
 
 _COUNTERS = (

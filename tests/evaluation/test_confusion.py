@@ -105,6 +105,15 @@ def test_crowded_frame_uses_optimal_not_greedy_matching() -> None:
     acc = ConfusionAccumulator(ConfusionConfig(classes=PED_OBS, bin_edges=[0, 10]))
     dc = acc.add_frames([frame]).result()
     assert dc.class_cm[0].tolist() == [[1, 0, 0], [0, 1, 0], [0, 0, 0]]
+
+
+def test_exact_iou_tie_agrees_with_match_boxes() -> None:
+    # Two identical detections of different classes on one object: the optimum is not unique.
+    frame = Frame(0, detections=(det(0, 10, "obs"), det(0, 10, "ped")), ground_truth=(gt(1, 10, "ped", 5),))
+    m = match_boxes(frame.detection_boxes(), frame.ground_truth_boxes(), 0.5)
+    winner = frame.detections[int(m.det_indices[0])].class_id
+    dc = confusion_from_frames([frame], ConfusionConfig(classes=PED_OBS, bin_edges=[0, 10]))
+    assert dc.class_cm[0, ("ped", "obs").index(winner), 0] == 1
     assert dc.report["hungarian_fallback_frames"] == 1
 
 
