@@ -1,0 +1,288 @@
+"""``safety_monitor`` node: camera image + detections -> monitors -> /diagnostics, stop request, per-frame results.
+
+Inputs are raw subscriptions (CDR bytes) deserialized zero-copy with rosbags and converted exactly as the
+offline bag reader does, then paired by header stamp (exact, or nearest within ``sync.slop_s``). Each pair
+is one `Frame` for the monitors of `perception_safety.monitors` (contrast, plausibility, stop region).
+Outputs: ``stop_request`` (std_msgs/Bool, every frame), ``monitor_results`` (diagnostic_msgs/DiagnosticArray
+stamped with the image stamp, one status per monitor: the per-frame log), and ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from perception_safety.core.types import Frame
+from perception_safety.monitors.base import Level, Monitor, MonitorResult
+from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
+from perception_safety.monitors.config import MonitorsConfig
+from perception_safety.ros import convert
+from perception_safety.ros.diagnostics import InputHealth
+from perception_safety.ros.sync import StampPairer
+
+NODE_NAME = "safety_monitor"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Topics(_Strict):
+    """Topic names (relative names resolve in the node's namespace; launch remappings apply on top)."""
+
+    image: str = "/camera/image_raw"
+    detections: str = "/detections"
+    stop_request: str = "~/stop_request"
+    monitor_results: str = "~/monitor_results"
+    diagnostics: str = "/diagnostics"
+
+
+class SyncParams(_Strict):
+    """Stamp pairing of image and detections: ``slop_s = 0`` pairs equal stamps only."""
+
+    slop_s: float = Field(default=0.0, ge=0.0)
+    queue_size: int = Field(default=10, ge=1)
+
+
+class QosParams(_Strict):
+    """Input depth (sensor-data profile; ``reliable_inputs`` for lossless replay) and output depth (reliable)."""
+
+    input_depth: int = Field(default=5, ge=1)
+    reliable_inputs: bool = False
+    output_depth: int = Field(default=10, ge=1)
+
+
+class SafetyMonitorParams(_Strict):
+    """All parameters of the node (``config/safety_monitor.yaml``); topics, sync and QoS are read-only."""
+
+    topics: Topics = Topics()
+    use_image: bool = True
+    sync: SyncParams = SyncParams()
+    qos: QosParams = QosParams()
+    stale_timeout_s: float = Field(default=1.0, gt=0.0)
+    stale_level: Literal["stale", "error"] = "stale"
+    diagnostics_period_s: float = Field(default=1.0, gt=0.0)
+    fail_safe_stop: bool = Field(default=True, description="a monitor that raises requests a stop")
+    stop_on_monitor_alarm: bool = Field(default=True, description="a contrast/plausibility alarm requests a stop")
+    hardware_id: str = "camera"
+    monitors: MonitorsConfig = MonitorsConfig()
+
+
+READ_ONLY = ("topics", "use_image", "sync", "qos")
+
+
+class Guarded:
+    """Fail-safe wrapper: a member monitor that raises yields an ERROR result (alarm) instead of propagating."""
+
+    def __init__(self, monitor: Monitor) -> None:
+        self.inner = monitor
+        self.name = monitor.name
+        self.failed = False
+
+    def update(self, frame: Frame) -> MonitorResult:
+        try:
+            self.failed = False
+            return self.inner.update(frame)
+        except Exception as exc:
+            self.failed = True
+            return MonitorResult(self.name, alarm=True, level=Level.ERROR,
+                                 reasons=(f"monitor raised {type(exc).__name__}: {exc}",))
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+
+class MonitorSuite:
+    """The runtime monitor m_f (composite of contrast + plausibility) and the stop-region rule, fail-safe.
+
+    The members are the objects `perception_safety.monitors` builds for the offline evaluator too.
+    """
+
+    def __init__(self, config: MonitorsConfig) -> None:
+        base = build_runtime_monitor(config)
+        self.members = [Guarded(m) for m in base.monitors]
+        self.runtime = CompositeMonitor(self.members, base.name)
+        self.stop_rule = Guarded(build_stop_rule(config))
+
+    def evaluate(self, frame: Frame) -> tuple[list[MonitorResult], set[str]]:
+        """Member results, the combined verdict, then the stop rule's; and the names of members that raised."""
+        comp = self.runtime.evaluate(frame)
+        stop = self.stop_rule.update(frame)
+        results = [*comp.parts, comp.combined, stop]
+        failed = {g.name for g in [*self.members, self.stop_rule] if g.failed}
+        return results, failed
+
+    @property
+    def names(self) -> list[str]:
+        return [*(m.name for m in self.members), self.runtime.name, self.stop_rule.name]
+
+
+def stop_requested(results: list[MonitorResult], params: SafetyMonitorParams, failed: set[str],
+                   runtime_name: str, stop_name: str) -> bool:
+    """Stop when the stop-region rule fires, when m_f alarms (if configured), or fail-safe when a monitor raised."""
+    if failed and params.fail_safe_stop:
+        return True
+    for r in results:
+        if r.name in failed or r.name == runtime_name or not r.alarm:
+            continue
+        if r.name == stop_name or params.stop_on_monitor_alarm:
+            return True
+    return False
+
+
+def make_node(name: str = NODE_NAME) -> Any:
+    """Create the rclpy node (parameters validated; a bad params file raises `ConfigError`)."""
+    from rclpy.node import Node
+    from std_msgs.msg import Bool
+
+    from perception_safety.ros.params import NodeParams
+    from perception_safety.ros.qos import input_qos, output_qos
+
+    class _Node(Node):
+        def __init__(self) -> None:
+            super().__init__(name)
+            self.params = NodeParams(self, SafetyMonitorParams, READ_ONLY, on_change=self._reconfigure)
+            p = self.params.config
+            self.suite = MonitorSuite(p.monitors)
+            self.prefix = f"{self.get_name()}: "
+            self.health = InputHealth(int(p.stale_timeout_s * 1e9), p.stale_level, started_ns=self._now())
+            self.pairer: StampPairer[Any, Any] = StampPairer(round(p.sync.slop_s * 1e9), p.sync.queue_size)
+            self.last: dict[str, MonitorResult] = {}
+            self.failed: set[str] = set()
+            qin = input_qos(p.qos.input_depth, p.qos.reliable_inputs)
+            qout = output_qos(p.qos.output_depth)
+            from diagnostic_msgs.msg import DiagnosticArray
+            from sensor_msgs.msg import Image
+            from vision_msgs.msg import Detection2DArray
+
+            self.image_topic = self.resolve_topic_name(p.topics.image)
+            if p.use_image:
+                sub = self.create_subscription(Image, p.topics.image, self._on_image, qin, raw=True)
+                self.image_topic = sub.topic_name  # after remapping: errors name the real topic
+            sub = self.create_subscription(Detection2DArray, p.topics.detections, self._on_detections, qin, raw=True)
+            self.det_topic = sub.topic_name
+            self.pub_stop = self.create_publisher(Bool, p.topics.stop_request, qout)
+            self.pub_results = self.create_publisher(DiagnosticArray, p.topics.monitor_results, qout)
+            self.pub_diag = self.create_publisher(DiagnosticArray, p.topics.diagnostics, qout)
+            self.timer = self.create_timer(p.diagnostics_period_s, self._on_timer)
+            names = ", ".join(self.suite.names)
+            self.get_logger().info(
+                f"monitoring {self.image_topic if p.use_image else '(no image)'} + {self.det_topic} with [{names}]")
+
+        # ------------------------------------------------------------ configuration
+        def _now(self) -> int:
+            return self.get_clock().now().nanoseconds
+
+        def _reconfigure(self, p: SafetyMonitorParams) -> None:
+            self.suite = MonitorSuite(p.monitors)
+            self.health.stale_timeout_ns = int(p.stale_timeout_s * 1e9)
+            self.health.stale_level = p.stale_level
+            self.timer.timer_period_ns = int(p.diagnostics_period_s * 1e9)
+            self.last.clear()
+            self.failed.clear()
+            self.get_logger().info("parameters changed: monitors rebuilt (track state reset)")
+
+        # ------------------------------------------------------------ inputs
+        def _on_image(self, raw: bytes) -> None:
+            try:
+                self.health.received(self._now())
+                msg = convert.decode_cdr(raw, "sensor_msgs/msg/Image", self.image_topic)
+                stamp = convert.stamp_to_ns(msg.header.stamp)
+                image = convert.image_from_msg(msg, self.image_topic)
+                pair = self.pairer.add_first(stamp, (image, str(msg.header.frame_id)))
+                if pair is not None:
+                    self._process(pair[0], pair[1], pair[2])
+            except convert.MessageError as exc:
+                self._reject(self.image_topic, str(exc))
+            except Exception as exc:  # the node never dies on input
+                self._reject(self.image_topic, f"internal error: {type(exc).__name__}: {exc}")
+
+        def _on_detections(self, raw: bytes) -> None:
+            try:
+                self.health.received(self._now())
+                msg = convert.decode_cdr(raw, "vision_msgs/msg/Detection2DArray", self.det_topic)
+                stamp = convert.stamp_to_ns(msg.header.stamp)
+                dets = convert.detections_from_msg(msg, self.det_topic)
+                if not self.params.config.use_image:
+                    self._process(stamp, (None, str(msg.header.frame_id)), dets)
+                    return
+                pair = self.pairer.add_second(stamp, dets)
+                if pair is not None:
+                    self._process(pair[0], pair[1], pair[2])
+            except convert.MessageError as exc:
+                self._reject(self.det_topic, str(exc))
+            except Exception as exc:
+                self._reject(self.det_topic, f"internal error: {type(exc).__name__}: {exc}")
+
+        def _reject(self, topic: str, reason: str) -> None:
+            self.health.reject(topic, reason)
+            self.get_logger().warning(f"skipped message: {reason}", throttle_duration_sec=1.0)
+            self._publish_diagnostics()
+
+        # ------------------------------------------------------------ monitors
+        def _process(self, stamp: int, image_item: tuple[Any, str], dets: Any) -> None:
+            image, frame_id = image_item
+            frame = Frame(stamp_ns=stamp, detections=dets, image=image, frame_id=frame_id)
+            results, failed = self.suite.evaluate(frame)
+            if failed:
+                self.get_logger().error(f"monitor(s) {sorted(failed)} raised; fail-safe", throttle_duration_sec=1.0)
+            self.health.processed()
+            stop = stop_requested(results, self.params.config, failed, self.suite.runtime.name,
+                                  self.suite.stop_rule.name)
+            self.pub_results.publish(convert.diagnostic_array_msg(
+                [convert.result_status(r, "", self.params.config.hardware_id) for r in results], stamp))
+            from std_msgs.msg import Bool
+
+            self.pub_stop.publish(Bool(data=stop))
+            changed = failed != self.failed or any(
+                self.last.get(r.name) is None or self.last[r.name].level != r.level for r in results)
+            self.failed = failed
+            self.last = {r.name: r for r in results}
+            if changed:
+                self._publish_diagnostics()
+
+        # ------------------------------------------------------------ /diagnostics
+        def _statuses(self) -> list[Any]:
+            now = self._now()
+            hw = self.params.config.hardware_id
+            level, message = self.health.level_message(now)
+            values = self.health.values()
+            values["unpaired_images"], values["unpaired_detections"] = (
+                self.pairer.stats.dropped_first, self.pairer.stats.dropped_second)
+            out = [convert.status(f"{self.prefix}input", level, message, values, hw)]
+            stale = self.health.is_stale(now)
+            for name in self.suite.names:
+                r = self.last.get(name)
+                if stale or r is None:
+                    lvl = self.health.stale_as if stale else Level.OK
+                    out.append(convert.status(f"{self.prefix}{name}", lvl, "stale: no recent frame"
+                                              if stale else "waiting for the first frame", {}, hw))
+                else:
+                    out.append(convert.result_status(r, self.prefix, hw))
+            return out
+
+        def _publish_diagnostics(self) -> None:
+            self.pub_diag.publish(convert.diagnostic_array_msg(self._statuses(), self._now()))
+
+        def _on_timer(self) -> None:
+            try:
+                self._publish_diagnostics()
+                self.health.end_period()
+            except Exception as exc:
+                self.get_logger().error(f"diagnostics failed: {exc}", throttle_duration_sec=5.0)
+
+    return _Node()
+
+
+def main(args: list[str] | None = None) -> int:
+    """Console script ``safety_monitor``."""
+    from perception_safety.ros.runner import run_node
+
+    return run_node(make_node, args)
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(main())
