@@ -1,0 +1,157 @@
+"""``perception-safety pcd``: PCD, variance change points and mPCD of one or more inputs, side by side.
+
+Inputs: CSV ``distance_m,y``; a JSON Lines dataset (``.jsonl``); a rosbag2 bag directory. Writes
+``OUT/pcd.json``, ``OUT/pcd_table.csv``, ``OUT/pcd_fit.png`` and ``OUT/pcd_surface.png``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from perception_safety.errors import PerceptionSafetyError
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``pcd`` sub-command."""
+    p = subparsers.add_parser(
+        "pcd",
+        help="Perception Characteristics Distance (PCD/mPCD) with variance change points",
+        description="PCD, mPCD and variance change points of IoU x confidence over distance, "
+        "for one or more inputs compared side by side.",
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV (distance_m,y), JSON Lines dataset or bag dir")
+    p.add_argument("--config", type=Path, default=None, help="YAML file with a 'pcd' section (config/pcd.yaml)")
+    p.add_argument("--method", choices=("paper", "reference"), default=None, help="overrides pcd.method")
+    p.add_argument("--label", action="append", default=None, help="label per input (repeat, in input order)")
+    p.add_argument("--class-id", default=None, help="keep ground truth of this class (Frames input)")
+    p.add_argument("--track-id", default=None, help="keep ground truth of this track (Frames input)")
+    p.add_argument("--no-plots", action="store_true", help="write JSON and table only")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.set_defaults(func=run)
+
+
+def _load_samples(path: Path, cfg: Any):
+    from perception_safety.evaluation.pcd_samples import read_samples_csv, samples_from_frames
+
+    s = cfg.samples
+    kw = {
+        "class_id": s.class_id,
+        "track_id": s.track_id,
+        "iou_threshold": s.iou_threshold,
+        "class_aware": s.class_aware,
+        "source": str(path),
+    }
+    if path.suffix.lower() == ".csv":
+        return read_samples_csv(path)
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        from perception_safety.io.dataset import read_jsonl_frames
+
+        return samples_from_frames(read_jsonl_frames(path), **kw)
+    if path.is_dir() or path.suffix.lower() in (".mcap", ".db3"):
+        from perception_safety.io.bag import find_bags, read_frames
+
+        bags = find_bags([path])
+
+        def frames():
+            for bag in bags:
+                yield from read_frames(bag, with_images=False)
+
+        return samples_from_frames(frames(), **kw)
+    raise PerceptionSafetyError(f"{path}: unknown input type (expected .csv, .jsonl or a rosbag2 bag directory)")
+
+
+def _labels(inputs: list[Path], given: list[str] | None) -> list[str]:
+    if given:
+        if len(given) != len(inputs):
+            raise PerceptionSafetyError(f"--label given {len(given)} times for {len(inputs)} inputs")
+        return given
+    stems = [p.stem or p.name for p in inputs]
+    return stems if len(set(stems)) == len(stems) else [str(p) for p in inputs]
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compute PCD for every input and write JSON, a comparison table and figures."""
+    from perception_safety.evaluation.pcd import PCDConfig, compute_pcd
+    from perception_safety.io.config import load_model
+
+    cfg = load_model(args.config, PCDConfig, section="pcd")
+    updates: dict[str, Any] = {}
+    if args.method:
+        updates["method"] = args.method
+    sample_updates = {k: v for k, v in (("class_id", args.class_id), ("track_id", args.track_id)) if v is not None}
+    if sample_updates:
+        updates["samples"] = cfg.samples.model_copy(update=sample_updates)
+    if updates:
+        cfg = PCDConfig.model_validate({**cfg.model_dump(), **updates})
+    inputs = [Path(p) for p in args.inputs]
+    labels = _labels(inputs, args.label)
+    results = []
+    entries = []
+    for path, label in zip(inputs, labels, strict=True):
+        samples = _load_samples(path, cfg)
+        if samples.n == 0:
+            raise PerceptionSafetyError(f"{path}: no samples (no ground-truth target passed the class/track filter)")
+        res = compute_pcd(samples.x, samples.y, cfg, what=str(path))
+        results.append((label, res))
+        entries.append({"input": str(path), "label": label, "n_missed": int(samples.missed.sum()), **res.to_dict()})
+    out: Path = args.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PerceptionSafetyError(f"{out}: cannot create output directory: {exc.strerror or exc}") from exc
+    doc: dict[str, Any] = {
+        "method": cfg.method,
+        "config": cfg.model_dump(mode="json"),
+        "grid_orientation": "grid.pcd[i][j] is the PCD (m) at y_t = grid.y_t[i], p_t = grid.p_t[j]",
+        "inputs": entries,
+    }
+    if len(entries) == 1:  # single input: its main values also at the top level
+        for key in ("change_points", "grid", "mpcd", "pcd"):
+            doc[key] = entries[0][key]
+    (out / "pcd.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    with (out / "pcd_table.csv").open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(
+            [
+                "label",
+                "input",
+                "n",
+                "n_change_points",
+                "change_points_m",
+                f"pcd_m(y_t={cfg.y_t},p_t={cfg.p_t})",
+                "mpcd_m",
+            ]
+        )
+        for e in entries:
+            cps = " ".join(f"{c:.3f}" for c in e["change_points"])
+            w.writerow(
+                [
+                    e["label"],
+                    e["input"],
+                    e["n"],
+                    len(e["change_points"]),
+                    cps,
+                    f"{e['pcd']['value']:.3f}",
+                    f"{e['mpcd']:.3f}",
+                ]
+            )
+    if not args.no_plots:
+        from perception_safety.report.pcd_plots import fits_figure, surfaces_figure
+
+        fits_figure(results, out / "pcd_fit.png")
+        surfaces_figure(results, out / "pcd_surface.png")
+    width = max(len(lbl) for lbl in labels)
+    print(f"{'input':<{width}}  {'n':>7}  {'#cp':>3}  {'PCD(m)':>9}  {'mPCD(m)':>9}  method={cfg.method}")
+    for e in entries:
+        print(
+            f"{e['label']:<{width}}  {e['n']:>7}  {len(e['change_points']):>3}  "
+            f"{e['pcd']['value']:>9.3f}  {e['mpcd']:>9.3f}"
+        )
+        for note in e["notes"]:
+            print(f"  note: {note}")
+    print(f"wrote {out / 'pcd.json'}")
+    return 0

@@ -1,0 +1,83 @@
+"""PCD figures: samples with spline, ±sigma band, change points and PCD (paper Fig. 3–5); PCD surface (Fig. 6).
+
+Several inputs are drawn side by side in one figure so conditions (clear vs rain) or detectors compare directly.
+Uses matplotlib's object API with the Agg canvas (no pyplot state, no display needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from perception_safety.evaluation.pcd import PCDResult
+
+
+def draw_fit(ax: Axes, result: PCDResult, title: str = "") -> None:
+    """Scatter of y vs distance, P-spline mean, ±sigma band, change points and the PCD at (y_t, p_t)."""
+    x, f, s = result.x, result.fitted, result.sigma
+    ax.scatter(x, result.y, s=8, alpha=0.45, color="tab:orange", label="IoU × confidence", rasterized=True)
+    ax.fill_between(x, f - s, f + s, color="tab:blue", alpha=0.15, label="±σ (per segment)")
+    ax.plot(x, f, color="navy", linestyle="--", linewidth=1.8, label=f"P-spline (λ={result.spline.lam:g})")
+    for i, cp in enumerate(result.change_points.distances):
+        ax.axvline(cp, color="tab:green", linestyle="-.", linewidth=1.2, label="change point" if i == 0 else None)
+    ax.axhline(result.y_t, color="sienna", linestyle=":", linewidth=1.2, label=f"y_t = {result.y_t:g}")
+    ax.axvline(
+        result.pcd, color="red", linestyle=":", linewidth=2.0, label=f"PCD = {result.pcd:.1f} m (p_t = {result.p_t:g})"
+    )
+    ax.set_xlabel("distance (m)")
+    ax.set_ylabel("IoU × confidence")
+    ax.set_title(title or f"PCD ({result.method})")
+    ax.grid(True, linestyle="--", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+
+
+def draw_surface(ax: Axes, result: PCDResult, title: str = "", vmax: float | None = None):
+    """Heatmap of PCD over the grid (rows y_t, columns p_t) with each cell's value written in it."""
+    grid = result.grid
+    im = ax.imshow(grid, origin="lower", cmap="viridis", aspect="auto", vmin=0.0, vmax=vmax)
+    ax.set_xticks(range(len(result.grid_p_t)), [f"{v:g}" for v in result.grid_p_t], fontsize=7)
+    ax.set_yticks(range(len(result.grid_y_t)), [f"{v:g}" for v in result.grid_y_t], fontsize=7)
+    ax.set_xlabel("p_t")
+    ax.set_ylabel("y_t")
+    ax.set_title(title or f"PCD surface, mPCD = {result.mpcd:.1f} m")
+    top = vmax if vmax is not None else float(np.max(grid)) or 1.0
+    for i in range(grid.shape[0]):
+        for j in range(grid.shape[1]):
+            val = grid[i, j]
+            ax.text(
+                j, i, f"{val:.0f}", ha="center", va="center", fontsize=6, color="white" if val < 0.6 * top else "black"
+            )
+    return im
+
+
+def _save(fig: Figure, path: str | Path) -> Path:
+    path = Path(path)
+    FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=110)
+    return path
+
+
+def fits_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path) -> Path:
+    """One panel per input (side by side, shared y axis) with `draw_fit`; writes a PNG."""
+    k = max(1, len(results))
+    fig = Figure(figsize=(6.0 * k, 4.5), layout="constrained")
+    axes = fig.subplots(1, k, squeeze=False, sharey=True)[0]
+    for ax, (label, res) in zip(axes, results, strict=False):
+        draw_fit(ax, res, f"{label}: {len(res.change_points.distances)} change point(s)")
+    return _save(fig, path)
+
+
+def surfaces_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path) -> Path:
+    """One PCD-surface heatmap per input, each with its own colour bar (ranges may differ a lot); writes a PNG."""
+    k = max(1, len(results))
+    fig = Figure(figsize=(5.6 * k, 4.5), layout="constrained")
+    axes = fig.subplots(1, k, squeeze=False)[0]
+    for ax, (label, res) in zip(axes, results, strict=False):
+        im = draw_surface(ax, res, f"{label}: mPCD = {res.mpcd:.1f} m")
+        fig.colorbar(im, ax=ax, label="PCD (m)")
+    return _save(fig, path)

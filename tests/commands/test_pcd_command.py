@@ -1,0 +1,85 @@
+"""``perception-safety pcd``: JSON interface, table, figures, several inputs, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perception_safety.cli import main
+from perception_safety.core import Box, Detection, Frame, GroundTruthObject
+from perception_safety.io.dataset import write_jsonl_frames
+
+PCD_REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "pcd"
+
+
+def test_reference_mode_on_demo_csv(tmp_path, capsys):
+    golden = json.loads((PCD_REF / "demo_notebook_golden.json").read_text())["result"]
+    out = tmp_path / "out"
+    code = main(["pcd", str(PCD_REF / "demo_notebook.csv"), "--method", "reference", "--out", str(out), "--no-plots"])
+    assert code == 0
+    doc = json.loads((out / "pcd.json").read_text())
+    entry = doc["inputs"][0]
+    np.testing.assert_allclose(entry["change_points"], golden["change_points"], atol=1e-9)
+    assert entry["grid"]["y_t"] == golden["grid_values"] and entry["grid"]["p_t"] == golden["grid_values"]
+    np.testing.assert_allclose(entry["grid"]["pcd"], golden["pcd_grid_new_rule_rows_yt_cols_pt"], atol=1e-6)
+    assert entry["mpcd"] == pytest.approx(golden["mpcd_new_rule"], abs=1e-6)
+    assert doc["mpcd"] == entry["mpcd"] and doc["change_points"] == entry["change_points"]
+    assert "demo_notebook" in capsys.readouterr().out
+    assert (out / "pcd_table.csv").read_text().count("\n") == 2
+
+
+def write_csv(path: Path, seed: int, noisy_from: float) -> Path:
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0, 100, 300))
+    y = np.clip(0.9 - 0.006 * x + rng.normal(0, 1, x.size) * np.where(x < noisy_from, 0.02, 0.15), 0, 1)
+    path.write_text("distance_m,y\n" + "".join(f"{float(a)!r},{float(b)!r}\n" for a, b in zip(x, y, strict=True)))
+    return path
+
+
+def test_two_inputs_side_by_side(tmp_path):
+    a = write_csv(tmp_path / "clear.csv", 1, 70.0)
+    b = write_csv(tmp_path / "rain.csv", 2, 30.0)
+    out = tmp_path / "cmp"
+    assert main(["pcd", str(a), str(b), "--out", str(out)]) == 0
+    doc = json.loads((out / "pcd.json").read_text())
+    assert [e["label"] for e in doc["inputs"]] == ["clear", "rain"]
+    assert doc["method"] == "paper" and "mpcd" not in doc
+    for e in doc["inputs"]:
+        assert e["change_points"] == sorted(e["change_points"])
+        assert len(e["grid"]["pcd"]) == 9 and all(len(r) == 9 for r in e["grid"]["pcd"])
+    assert (out / "pcd_fit.png").stat().st_size > 0 and (out / "pcd_surface.png").stat().st_size > 0
+
+
+def test_jsonl_frames_input_with_track_filter(tmp_path):
+    frames = []
+    for i in range(60):
+        d = 5.0 + i
+        score = max(0.0, 0.95 - 0.012 * i)
+        dets = (Detection(Box(100, 100, 150, 140), "car", score),) if score > 0.1 else ()
+        gts = (
+            GroundTruthObject(Box(100, 100, 150, 140), "car", d, track_id="sedan"),
+            GroundTruthObject(Box(400, 100, 420, 140), "person", d / 2, track_id="p"),
+        )
+        frames.append(Frame(stamp_ns=i, detections=dets, ground_truth=gts))
+    path = tmp_path / "run.jsonl"
+    write_jsonl_frames(path, frames)
+    out = tmp_path / "o"
+    assert main(["pcd", str(path), "--track-id", "sedan", "--out", str(out), "--no-plots"]) == 0
+    entry = json.loads((out / "pcd.json").read_text())["inputs"][0]
+    assert entry["n"] == 60 and entry["n_missed"] == sum(1 for f in frames if not f.detections)
+
+
+def test_errors_exit_2_with_message(tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("distance_m,y\n1,0.5\n2,x\n")
+    assert main(["pcd", str(bad), "--out", str(tmp_path / "o")]) == 2
+    assert f"{bad}:3: column y" in capsys.readouterr().err
+    few = tmp_path / "few.csv"
+    few.write_text("distance_m,y\n1,0.5\n2,0.4\n")
+    assert main(["pcd", str(few), "--out", str(tmp_path / "o")]) == 2
+    assert "fewer than the 10 spline functions" in capsys.readouterr().err
+    assert main(["pcd", str(tmp_path / "x.txt"), "--out", str(tmp_path / "o")]) == 2
+    assert "unknown input type" in capsys.readouterr().err
