@@ -1,1 +1,1 @@
-"""Offline metrics: distance-binned confusion matrices, PCD/mPCD, SG/RH/AC returns, the BBSL test oracle (no ROS imports)."""
+"""Offline metrics: distance-binned confusion matrices, PCD/mPCD, SG/RH/AC, BBSL test oracle (no ROS imports)."""

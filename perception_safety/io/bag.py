@@ -52,7 +52,7 @@ class BagConfig(BaseModel):
 
     @property
     def tolerance_ns(self) -> int:
-        return int(round(self.tolerance_ms * 1e6))
+        return round(self.tolerance_ms * 1e6)
 
 
 _TYPES = {
