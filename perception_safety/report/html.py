@@ -26,7 +26,8 @@ h1{font-size:1.7em;margin-bottom:.2em}h2{border-bottom:2px solid #d0d7de;padding
 table{border-collapse:collapse;margin:.8em 0;font-size:.9em}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:right}
 th{background:#f6f8fa}td:first-child,th:first-child{text-align:left}
-img{max-width:100%;border:1px solid #d0d7de;margin:.5em 0}pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:.85em}
+img{max-width:100%;border:1px solid #d0d7de;margin:.5em 0}
+pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:.85em}
 .note{color:#57606a;font-size:.9em}.warn{color:#9a6700}
 """
 
