@@ -72,7 +72,7 @@ class ObservationModel:
                     f"{where}{len(edges)} bin edges for {probs.shape[0]} rows of observation probabilities"
                 )
             for i, (lo, hi) in enumerate(edges):
-                if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+                if not (np.isfinite(lo) and not np.isnan(hi) and lo < hi):
                     raise VerificationError(f"{where}bin {i}: invalid edges [{lo}, {hi})")
                 if i and lo < edges[i - 1][1]:
                     raise VerificationError(f"{where}bin {i}: [{lo}, {hi}) overlaps or precedes the bin before it")
@@ -220,9 +220,9 @@ def build_chain(system: AbstractSystem, observations: ObservationModel) -> Marko
     key = rows * n + cols
     order = np.argsort(key, kind="stable")
     key, vals = key[order], vals[order]
-    starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-    key = key[starts]
-    vals = np.add.reduceat(vals, starts) if vals.size else vals
+    if key.size:
+        starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+        key, vals = key[starts], np.add.reduceat(vals, starts)
     rows, cols = key // n, key % n
 
     sums = np.bincount(rows, weights=vals, minlength=n)

@@ -1,0 +1,68 @@
+"""Fig. 8 of the distance-confusion-matrix paper: P(s0 ⊨ φ) vs initial speed, one line per max speed,
+one panel per matrix variant (class, class by distance, proposition, proposition by distance).
+
+Uses matplotlib's object API with the Agg canvas (no pyplot state, no display needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+TITLES = {
+    "class": "(a) class-labeled",
+    "class_by_distance": "(b) class-labeled, by distance",
+    "prop": "(c) proposition-labeled",
+    "prop_by_distance": "(d) proposition-labeled, by distance",
+}
+
+
+def curves(results: Iterable[Mapping[str, Any]], variant: str, true_env: str, spec: str) -> dict[int, list[tuple]]:
+    """``{max_speed: [(initial_speed, probability), ...]}`` sorted by initial speed."""
+    out: dict[int, list[tuple]] = {}
+    for r in results:
+        if r["variant"] == variant and r["true_env"] == true_env and r["spec"] == spec:
+            out.setdefault(int(r["max_speed"]), []).append((int(r["initial_speed"]), float(r["probability"])))
+    return {v: sorted(pts) for v, pts in sorted(out.items())}
+
+
+def draw_variant(ax: Axes, results: Iterable[Mapping[str, Any]], variant: str, true_env: str, spec: str) -> int:
+    """One panel; returns the number of lines drawn."""
+    data = curves(results, variant, true_env, spec)
+    for V, pts in data.items():
+        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, linewidth=1.2, label=f"V={V}")
+    ax.set_title(TITLES.get(variant, variant), fontsize=10)
+    ax.set_xlabel("initial speed v0 (cells/step)")
+    ax.set_ylabel(f"P(s0 ⊨ {spec})")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(True, linestyle="--", alpha=0.3)
+    if data:
+        ax.legend(fontsize=7, title="max speed", title_fontsize=7, ncol=2)
+    return len(data)
+
+
+def plot_satisfaction(
+    results: Iterable[Mapping[str, Any]], path: str | Path, true_env: str = "ped", spec: str = "phi",
+    variants: Iterable[str] = ("class", "class_by_distance", "prop", "prop_by_distance"),
+) -> Path:
+    """Write the Fig. 8-style 2×2 figure (PNG or any matplotlib format by suffix)."""
+    results = list(results)
+    variants = list(variants)
+    cols = 2 if len(variants) > 1 else 1
+    rows = (len(variants) + cols - 1) // cols
+    fig = Figure(figsize=(5.2 * cols, 4.0 * rows), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False).ravel()
+    for ax, variant in zip(axes, variants, strict=False):
+        draw_variant(ax, results, variant, true_env, spec)
+    for ax in axes[len(variants):]:
+        ax.set_visible(False)
+    fig.suptitle(f"Satisfaction probability, true environment '{true_env}', spec '{spec}'")
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    return path

@@ -1,0 +1,71 @@
+"""Pydantic config of the ``verification`` section (config/verification.yaml)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, field_validator
+
+Variant = Literal["class", "class_by_distance", "prop", "prop_by_distance"]
+VARIANTS: tuple[str, ...] = ("class", "class_by_distance", "prop", "prop_by_distance")
+
+
+class GeometryConfig(BaseModel):
+    """Road geometry; ``null`` cells follow the reference geometry for each max speed V."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cell_length_m: PositiveFloat = 1.0
+    road_cells: int | None = Field(default=None, ge=1, description="N; null = V(V+1)/2 + 4")
+    stop_cell: int | None = Field(default=None, ge=1, description="k; null = V(V+1)/2 + 1")
+    crosswalk_offset: int = Field(default=1, description="crosswalk cell = k + offset")
+    initial_cell: int = Field(default=1, ge=1)
+
+
+class TrueEnvConfig(BaseModel):
+    """One true environment: its objects for class-labeled matrices, its proposition set for 2^P ones."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    class_objects: list[str] = Field(alias="class", min_length=1)
+    prop: str
+
+
+def _default_envs() -> dict[str, TrueEnvConfig]:
+    return {
+        "ped": TrueEnvConfig(class_objects=["ped"], prop="ped"),
+        "obs": TrueEnvConfig(class_objects=["obs"], prop="obs"),
+        "empty": TrueEnvConfig(class_objects=["empty"], prop="empty"),
+    }
+
+
+class PlotConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    true_env: str = "ped"
+    spec: str = "phi"
+
+
+class VerificationConfig(BaseModel):
+    """Sweep of the car–pedestrian chain over max speeds, initial speeds, variants, environments, specs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_speeds: list[int] = Field(default_factory=lambda: list(range(1, 11)), min_length=1)
+    initial_speeds: list[int] | None = Field(default=None, description="null = 1..V for each max speed V")
+    variants: list[Variant] = Field(default_factory=lambda: list(VARIANTS), min_length=1)
+    true_envs: dict[str, TrueEnvConfig] = Field(default_factory=_default_envs, min_length=1)
+    specs: list[str] = Field(default_factory=lambda: ["stop_at_k", "phi1", "phi2", "phi3", "phi"], min_length=1)
+    custom_specs: dict[str, str] = Field(default_factory=dict)
+    pedestrian_label: str = "ped"
+    geometry: GeometryConfig = Field(default_factory=GeometryConfig)
+    beyond_last_bin: Literal["error", "last_bin"] = "error"
+    export: Literal["none", "drn", "prism", "both"] = "none"
+    plot: PlotConfig = Field(default_factory=PlotConfig)
+
+    @field_validator("max_speeds", "initial_speeds")
+    @classmethod
+    def _non_negative(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and any(x < 0 for x in v):
+            raise ValueError("speeds must be >= 0")
+        return v

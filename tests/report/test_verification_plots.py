@@ -1,0 +1,32 @@
+"""Fig. 8-style plot: the curves it draws come from the records it is given."""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from perception_safety.report.verification_plots import curves, draw_variant, plot_satisfaction
+
+RECORDS = [
+    {"variant": v, "true_env": "ped", "spec": "phi", "max_speed": V, "initial_speed": v0, "probability": 0.5 ** v0}
+    for v in ("class", "prop_by_distance") for V in (1, 2) for v0 in range(V, 0, -1)
+] + [{"variant": "class", "true_env": "obs", "spec": "phi", "max_speed": 1, "initial_speed": 1, "probability": 1.0}]
+
+
+def test_curves_select_and_sort():
+    c = curves(RECORDS, "class", "ped", "phi")
+    assert c == {1: [(1, 0.5)], 2: [(1, 0.5), (2, 0.25)]}
+    assert curves(RECORDS, "prop", "ped", "phi") == {}
+
+
+def test_panel_lines_match_data():
+    ax = Figure().subplots()
+    assert draw_variant(ax, RECORDS, "prop_by_distance", "ped", "phi") == 2
+    lines = ax.get_lines()
+    assert [list(line.get_xdata()) for line in lines] == [[1], [1, 2]]
+    assert list(lines[1].get_ydata()) == [0.5, 0.25]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["V=1", "V=2"]
+
+
+def test_plot_file_written(tmp_path):
+    path = plot_satisfaction(RECORDS, tmp_path / "fig.png")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

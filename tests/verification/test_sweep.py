@@ -1,0 +1,124 @@
+"""The sweep over variants/environments/speeds on the reference matrices, via the confusion loader."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from perception_safety.evaluation.confusion_io import confusion_from_mapping, load_matrices
+from perception_safety.io.config import ConfigError, load_model
+from perception_safety.verification.config import VerificationConfig
+from perception_safety.verification.errors import VerificationError
+from perception_safety.verification.sweep import geometry_for, run_sweep, write_csv
+
+from .conftest import REFERENCE
+
+
+@pytest.fixture(scope="module")
+def confusion():
+    if not REFERENCE.exists():
+        pytest.skip("reference data not present")
+    return load_matrices(REFERENCE)
+
+
+def pick(results, **kw):
+    return [r for r in results if all(r[k] == v for k, v in kw.items())]
+
+
+def test_reference_sweep_records_and_paper_trends(confusion, reference):
+    cfg = VerificationConfig(max_speeds=[1, 4])
+    sweep = run_sweep(confusion, cfg)
+    # 4 variants x 3 envs x 5 specs x (1 + 4) initial speeds
+    assert len(sweep.results) == 4 * 3 * 5 * 5
+    assert set(sweep.results[0]) == {"variant", "true_env", "spec", "max_speed", "initial_speed", "probability"}
+    # V = 1: stop probability with a pedestrian = P(ped | ped) of bin [0, 10) for the by-distance variants
+    for variant, kind in (("class_by_distance", "class"), ("prop_by_distance", "prop")):
+        (r,) = pick(sweep.results, variant=variant, true_env="ped", spec="stop_at_k", max_speed=1)
+        c = reference[kind]["counts"][0]
+        j = reference[kind]["labels"].index("ped")
+        assert r["probability"] == pytest.approx(c[j, j] / c[:, j].sum(), abs=1e-12)
+    # pooled variant: P(ped | ped) of the sum over bins
+    (r,) = pick(sweep.results, variant="class", true_env="ped", spec="stop_at_k", max_speed=1)
+    pooled = reference["class"]["counts"].sum(axis=0)
+    assert r["probability"] == pytest.approx(pooled[0, 0] / pooled[:, 0].sum(), abs=1e-12)
+    # paper, Sec. IV: distance-parametrised >= pooled; proposition-labeled > class-labeled
+    for kind in ("class", "prop"):
+        near = [r["probability"] for r in pick(sweep.results, variant=f"{kind}_by_distance", true_env="ped",
+                                                spec="phi", max_speed=4)]
+        far = [r["probability"] for r in pick(sweep.results, variant=kind, true_env="ped", spec="phi", max_speed=4)]
+        assert np.all(np.array(near) >= np.array(far)) and np.all(np.diff(near) <= 0)
+    p_prop = pick(sweep.results, variant="prop_by_distance", true_env="ped", spec="phi", max_speed=4)
+    p_class = pick(sweep.results, variant="class_by_distance", true_env="ped", spec="phi", max_speed=4)
+    assert p_prop[0]["probability"] > p_class[0]["probability"]
+    # with no pedestrian in the class-labeled data the car never sees one: phi1 holds surely
+    for r in pick(sweep.results, true_env="empty", spec="phi1"):
+        assert r["probability"] == pytest.approx(1.0, abs=1e-12)
+    assert len(sweep.chains) == 4 * 3 * 2 and sweep.chains[0]["n_states"] == 2 * 5
+
+
+def test_zero_column_is_reported_not_nan(reference):
+    data = json.loads(REFERENCE.read_text())
+    for b in data["prop_cm"]:
+        for row in b:
+            row[2] = 0.0  # no "ped,obs" samples at all
+    dc = confusion_from_mapping(data, "edited.json")
+    cfg = VerificationConfig(max_speeds=[2], variants=["prop_by_distance"], true_envs={
+        "both": {"class": ["ped", "obs"], "prop": "ped,obs"}})
+    with pytest.raises(VerificationError, match=r"edited.json \[prop_by_distance\].*sum to 0.0.*bin 0 \[0, 10\) m"):
+        run_sweep(dc, cfg, name="edited.json")
+
+
+def test_two_object_environment_class_labeled(confusion):
+    cfg = VerificationConfig(max_speeds=[1], variants=["class_by_distance"], specs=["stop_at_k"],
+                             true_envs={"both": {"class": ["ped", "obs"], "prop": "ped,obs"}})
+    (r,) = run_sweep(confusion, cfg).results
+    p = confusion.probabilities("class")[0]
+    # sees a pedestrian if the pedestrian is classified ped or the obstacle is mistaken for one (eq. 9)
+    assert r["probability"] == pytest.approx(1 - (1 - p[0, 0]) * (1 - p[0, 1]), abs=1e-12)
+
+
+def test_beyond_last_bin_policy(confusion):
+    cfg = VerificationConfig(max_speeds=[14], variants=["class_by_distance"], specs=["stop_at_k"],
+                             true_envs={"ped": {"class": ["ped"], "prop": "ped"}})
+    with pytest.raises(VerificationError, match="no confusion-matrix bin holds distance 106 m"):
+        run_sweep(confusion, cfg)
+    res = run_sweep(confusion, cfg.model_copy(update={"beyond_last_bin": "last_bin"})).results
+    assert len(res) == 14 and res[0]["probability"] == pytest.approx(31 / 158, abs=1e-12)
+
+
+def test_unknown_true_env_label_and_spec(confusion):
+    cfg = VerificationConfig(max_speeds=[1], variants=["prop"], true_envs={"x": {"class": ["ped"], "prop": "bike"}})
+    with pytest.raises(VerificationError, match="'bike' is not a proposition label"):
+        run_sweep(confusion, cfg)
+    with pytest.raises(VerificationError, match="unknown spec"):
+        run_sweep(confusion, VerificationConfig(max_speeds=[1], specs=["nope"]))
+    cfg = VerificationConfig(max_speeds=[1], custom_specs={"bad": 'P=? [F "cyclist"]'}, specs=["bad"])
+    with pytest.raises(VerificationError, match=r"unknown label\(s\) \['cyclist'\]"):
+        run_sweep(confusion, cfg)
+
+
+def test_geometry_overrides():
+    cfg = VerificationConfig.model_validate({"geometry": {"road_cells": 40, "stop_cell": 20, "crosswalk_offset": 2,
+                                                           "cell_length_m": 2.5}})
+    g = geometry_for(3, cfg.geometry)
+    assert (g.road_cells, g.stop_cell, g.crosswalk_cell, g.cell_length_m) == (40, 20, 22, 2.5)
+
+
+def test_config_errors_name_file_and_key(tmp_path):
+    p = tmp_path / "v.yaml"
+    p.write_text("verification:\n  variants: [class, pooled]\n")
+    with pytest.raises(ConfigError, match=r"v.yaml: verification.variants.1"):
+        load_model(p, VerificationConfig, section="verification")
+    p.write_text("verification:\n  max_speeds: [2, -1]\n")
+    with pytest.raises(ConfigError, match=r"verification.max_speeds"):
+        load_model(p, VerificationConfig, section="verification")
+
+
+def test_csv_has_full_precision(tmp_path):
+    rows = ({"variant": "class", "true_env": "ped", "spec": "phi", "max_speed": 1, "initial_speed": 1,
+             "probability": 1 / 3},)
+    text = write_csv(tmp_path / "v.csv", rows).read_text().splitlines()
+    assert text[0] == "variant,true_env,spec,max_speed,initial_speed,probability"
+    assert float(text[1].split(",")[-1]) == 1 / 3

@@ -1,0 +1,52 @@
+"""``perception-safety verify`` end to end on the reference matrices."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perception_safety.cli import main
+
+from .conftest import REFERENCE
+
+
+@pytest.fixture(autouse=True)
+def _need_reference():
+    if not REFERENCE.exists():
+        pytest.skip("reference data not present")
+
+
+def test_verify_writes_results_for_every_initial_speed(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["verify", "--matrices", str(REFERENCE), "--max-speed", "3", "--out", str(out),
+                 "--export", "both"]) == 0
+    doc = json.loads((out / "verification.json").read_text())
+    res = doc["results"]
+    assert {r["variant"] for r in res} == {"class", "class_by_distance", "prop", "prop_by_distance"}
+    assert {r["true_env"] for r in res} == {"ped", "obs", "empty"}
+    assert {r["spec"] for r in res} == {"stop_at_k", "phi1", "phi2", "phi3", "phi"}
+    assert {r["max_speed"] for r in res} == {3} and {r["initial_speed"] for r in res} == {1, 2, 3}
+    assert all(0.0 <= r["probability"] <= 1.0 for r in res)
+    (r,) = [r for r in res if r["variant"] == "class_by_distance" and r["true_env"] == "ped"
+            and r["spec"] == "stop_at_k" and r["initial_speed"] == 1]
+    assert r["probability"] == pytest.approx(31 / 158, abs=1e-12)
+    assert (out / "verification.csv").exists() and (out / "verification.png").stat().st_size > 1000
+    assert (out / "chains" / "prop_by_distance_ped_V3.drn").exists()
+    assert (out / "chains" / "class_obs_V3.tra").exists()
+    assert "probabilities from 12 chains" in capsys.readouterr().out
+
+
+def test_verify_custom_formula_and_errors(tmp_path, capsys):
+    out = tmp_path / "o"
+    assert main(["verify", "--matrices", str(REFERENCE), "--max-speed", "2", "--spec", "late", "--formula",
+                 'late=P=? [F "past_k"]', "--no-plot", "--out", str(out)]) == 0
+    res = json.loads((out / "verification.json").read_text())["results"]
+    assert {r["spec"] for r in res} == {"late"}
+    assert main(["verify", "--matrices", str(REFERENCE), "--max-speed", "2", "--formula",
+                 'x=P=? [F "nolabel"]', "--out", str(out)]) == 2
+    assert "unknown label(s) ['nolabel']" in capsys.readouterr().err
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    assert main(["verify", "--matrices", str(bad), "--out", str(out)]) == 2
+    assert "bad.json:1:2: invalid JSON" in capsys.readouterr().err
