@@ -1,0 +1,82 @@
+"""Benchmark of the PCD pipeline: spline fit, variance change points, full 9x9 PCD grid and mPCD.
+
+Run: ``.venv/bin/python benchmarks/bench_pcd.py [--loop-100k]``. Prints absolute seconds, growth against
+n = 1k, and the speed-up of the cumulative-sum split statistic over a Python loop over tau with inner sums
+(the way the public reference implementation computes it), measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from perception_safety.evaluation.changepoints import split_likelihoods
+from perception_safety.evaluation.pcd import PCDConfig, compute_pcd
+
+SIZES = (1_000, 10_000, 100_000)
+
+
+def data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Samples with a decreasing mean and two variance jumps (at 40 m and 120 m)."""
+    rng = np.random.default_rng(seed)
+    x = np.sort(rng.uniform(0, 200, n))
+    sigma = np.select([x < 40, x < 120], [0.02, 0.08], 0.15)
+    return x, np.clip(0.9 - 0.004 * x + rng.normal(0, 1, n) * sigma, 0, 1)
+
+
+def best_of(fn, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def loop_likelihoods(r: np.ndarray) -> np.ndarray:
+    """Baseline: eq. 6 for every tau with fresh sums (O(n^2))."""
+    n = r.size
+    out = np.empty(n - 1)
+    for t in range(1, n):
+        out[t - 1] = t * np.log(np.sum(r[:t] ** 2) / t) + (n - t) * np.log(np.sum(r[t:] ** 2) / (n - t))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--loop-100k", action="store_true", help="also time the O(n^2) loop at n = 100k (slow)")
+    args = parser.parse_args()
+
+    print("Full PCD evaluation (P-spline, change points by binary segmentation, 9x9 grid, mPCD)")
+    print(f"{'method':<10} {'n':>8} {'seconds':>9} {'growth vs 1k':>13} {'us/point':>9} {'#cp':>4} {'#tests':>6}")
+    for method in ("paper", "reference"):
+        base = None
+        cfg = PCDConfig(method=method)
+        for n in SIZES:
+            x, y = data(n)
+            res = compute_pcd(x, y, cfg)
+            seconds = best_of(lambda x=x, y=y, cfg=cfg: compute_pcd(x, y, cfg), 3 if n < 100_000 else 2)
+            base = base or seconds
+            print(
+                f"{method:<10} {n:>8} {seconds:>9.3f} {seconds / base:>12.1f}x {1e6 * seconds / n:>9.2f} "
+                f"{len(res.change_points.distances):>4} {len(res.change_points.tests):>6}"
+            )
+
+    print("\nSplit statistic l(tau) for all tau of one segment: cumulative sums vs Python loop (baseline)")
+    print(f"{'n':>8} {'cumsum s':>10} {'loop s':>10} {'speed-up':>9}")
+    rng = np.random.default_rng(1)
+    for n in SIZES:
+        r = rng.normal(0, 1, n)
+        fast = best_of(lambda r=r: split_likelihoods(r), 5)
+        if n < 100_000 or args.loop_100k:
+            slow = best_of(lambda r=r: loop_likelihoods(r), 1)
+            np.testing.assert_allclose(split_likelihoods(r), loop_likelihoods(r), rtol=1e-9)
+            print(f"{n:>8} {fast:>10.5f} {slow:>10.3f} {slow / fast:>8.0f}x")
+        else:
+            print(f"{n:>8} {fast:>10.5f} {'(skipped; --loop-100k)':>22}")
+
+
+if __name__ == "__main__":
+    main()
