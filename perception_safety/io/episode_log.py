@@ -259,15 +259,15 @@ def iter_episodes(path: str | Path, report: EpisodeLogReport | None = None) -> I
                 raise EpisodeLogError(f"{torn[0]}: not a JSON record: {torn[1]}") from exc
             torn = (where, str(exc))
             continue
-        if not isinstance(rec, dict) or rec.get("type") not in ("begin", "step", "end"):
-            raise EpisodeLogError(f"{where}: expected an object with type begin/step/end")
-        kind = rec["type"]
         if torn is not None:
             # a torn line is only acceptable where a crashed writer stopped and a new run began
-            if kind != "begin":
+            if not isinstance(rec, dict) or rec.get("type") != "begin":
                 raise EpisodeLogError(f"{torn[0]}: not a JSON record: {torn[1]}")
             report.torn_lines.append(f"{torn[0]}: torn line skipped (a writer stopped mid-record)")
             torn = None
+        if not isinstance(rec, dict) or rec.get("type") not in ("begin", "step", "end"):
+            raise EpisodeLogError(f"{where}: expected an object with type begin/step/end")
+        kind = rec["type"]
         key = (str(rec.get("episode", "")), str(rec.get("rollout", "")))
         if kind == "begin":
             if current is not None:
