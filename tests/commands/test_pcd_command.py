@@ -53,17 +53,22 @@ def test_two_inputs_side_by_side(tmp_path):
     assert (out / "pcd_fit.png").stat().st_size > 0 and (out / "pcd_surface.png").stat().st_size > 0
 
 
-def test_jsonl_frames_input_with_track_filter(tmp_path):
+def sedan_frames() -> list[Frame]:
     frames = []
     for i in range(60):
         d = 5.0 + i
         score = max(0.0, 0.95 - 0.012 * i)
         dets = (Detection(Box(100, 100, 150, 140), "car", score),) if score > 0.1 else ()
         gts = (
-            GroundTruthObject(Box(100, 100, 150, 140), "car", d, track_id="sedan"),
-            GroundTruthObject(Box(400, 100, 420, 140), "person", d / 2, track_id="p"),
+            GroundTruthObject(Box(100, 100, 150, 140), "car", d, position=(d, 0.0, 0.0), track_id="sedan"),
+            GroundTruthObject(Box(400, 100, 420, 140), "person", d / 2, position=(d / 2, 0.0, 0.0), track_id="p"),
         )
-        frames.append(Frame(stamp_ns=i, detections=dets, ground_truth=gts))
+        frames.append(Frame(stamp_ns=1000 + i, detections=dets, ground_truth=gts))
+    return frames
+
+
+def test_jsonl_frames_input_with_track_filter(tmp_path):
+    frames = sedan_frames()
     path = tmp_path / "run.jsonl"
     write_jsonl_frames(path, frames)
     out = tmp_path / "o"
@@ -83,3 +88,18 @@ def test_errors_exit_2_with_message(tmp_path, capsys):
     assert "fewer than the 10 spline functions" in capsys.readouterr().err
     assert main(["pcd", str(tmp_path / "x.txt"), "--out", str(tmp_path / "o")]) == 2
     assert "unknown input type" in capsys.readouterr().err
+
+
+def test_bag_input_gives_the_same_result_as_jsonl(tmp_path):
+    from perception_safety.io.bag import write_frames
+
+    frames = sedan_frames()
+    write_jsonl_frames(tmp_path / "run.jsonl", frames)
+    write_frames(tmp_path / "run_bag", frames)
+    out = tmp_path / "o"
+    args = ["pcd", str(tmp_path / "run.jsonl"), str(tmp_path / "run_bag"), "--class-id", "car", "--no-plots"]
+    assert main([*args, "--out", str(out)]) == 0
+    jsonl, bag = json.loads((out / "pcd.json").read_text())["inputs"]
+    assert bag["n"] == 60
+    for key in ("change_points", "grid", "mpcd", "pcd", "segments"):
+        assert bag[key] == jsonl[key]
