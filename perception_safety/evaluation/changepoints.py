@@ -147,7 +147,7 @@ def binary_segmentation(
     part and two points on the right, the data split at the first sample with the right part's first distance,
     which is the reported change point. Segments shorter than ``min_segment_size`` are not tested; segments
     whose mean fit leaves residuals below ``exact_fit_tol * max(1, max|y|)`` (constant or exactly fitted
-    data) are not tested either.
+    data), or whose samples all share one distance, are not tested either.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -164,6 +164,8 @@ def binary_segmentation(
         if n < max(min_segment_size, 3):
             continue
         xs, ys = x[lo:hi], y[lo:hi]
+        if xs[0] == xs[-1]:
+            continue  # one distance only: no mean over distance to fit, no split between distinct distances
         resid = residuals(xs, ys)
         if float(np.mean(np.square(resid))) <= floor:
             continue

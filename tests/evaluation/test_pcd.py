@@ -233,3 +233,15 @@ def test_lambda_selection_is_used_and_reported():
     res = compute_pcd(x, y, PCDConfig(lam_selection="gcv", lam_grid=(0.01, 1.0, 100.0, 10000.0)))
     assert res.spline.lam in (0.01, 1.0, 100.0, 10000.0)
     assert res.to_dict()["lambda"] == res.spline.lam
+
+
+@pytest.mark.parametrize("method", ["paper", "reference"])
+def test_long_run_of_one_distance_is_a_segment_not_an_error(method):
+    rng = np.random.default_rng(21)
+    x = np.r_[np.full(300, 5.0), np.linspace(6, 100, 300)]
+    y = np.clip(
+        np.r_[rng.normal(0.8, 0.01, 300), 0.8 - 0.004 * np.linspace(6, 100, 300) + rng.normal(0, 0.2, 300)], 0, 1
+    )
+    res = no_warnings(compute_pcd, x, y, PCDConfig(method=method))
+    assert len(res.change_points.distances) >= 1
+    assert np.isfinite(res.mpcd)
