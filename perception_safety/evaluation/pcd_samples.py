@@ -83,6 +83,18 @@ def samples_from_frames(
     return _sorted(xs, ys, missed, source)
 
 
+def merge_samples(parts: Iterable[PCDSamples], source: str = "") -> PCDSamples:
+    """Reduce step for per-bag/per-episode maps: concatenate in order, then sort stably by distance."""
+    parts = list(parts)
+    if not parts:
+        return PCDSamples(np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool), source)
+    x = np.concatenate([p.x for p in parts])
+    order = np.argsort(x, kind="stable")
+    y = np.concatenate([p.y for p in parts])[order]
+    missed = np.concatenate([p.missed for p in parts])[order]
+    return PCDSamples(x[order], y, missed, source or ",".join(p.source for p in parts))
+
+
 def read_samples_csv(path: str | Path) -> PCDSamples:
     """CSV with header columns ``distance_m`` and ``y`` (other columns ignored); errors name file:line."""
     path = Path(path)

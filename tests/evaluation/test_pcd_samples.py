@@ -8,6 +8,7 @@ import pytest
 from perception_safety.core import Box, Detection, Frame, GroundTruthObject
 from perception_safety.evaluation.pcd_samples import (
     SampleError,
+    merge_samples,
     read_samples_csv,
     samples_from_frames,
     write_samples_csv,
@@ -97,3 +98,12 @@ def test_csv_errors_name_file_and_line(tmp_path, text, match):
 def test_missing_csv_file(tmp_path):
     with pytest.raises(SampleError, match="cannot read"):
         read_samples_csv(tmp_path / "nope.csv")
+
+
+def test_merge_samples_is_the_same_as_one_pass(frames):
+    whole = samples_from_frames(frames)
+    merged = merge_samples([samples_from_frames(frames[:2]), samples_from_frames(frames[2:])])
+    np.testing.assert_array_equal(merged.x, whole.x)
+    np.testing.assert_array_equal(merged.y, whole.y)
+    np.testing.assert_array_equal(merged.missed, whole.missed)
+    assert merge_samples([]).n == 0
