@@ -329,3 +329,43 @@ def confusion_from_frames(frames: Iterable[Frame], config: ConfusionConfig | Non
     """Distance-binned class- and proposition-labeled confusion matrices of ``frames`` (Algorithms 1-2)."""
     acc = ConfusionAccumulator(config or ConfusionConfig())
     return acc.add_frames(frames).result()
+
+
+def sum_confusions(parts: list[DistanceConfusion], source: str = "") -> DistanceConfusion:
+    """Element-wise sum of matrices with equal bins and labels (the reduce over bags or files).
+
+    Pooled matrices are summed when all parts were pooled the same way; otherwise every part's
+    pooled matrix is replaced by its sum over bins (``pooled_method="sum_of_bins"``).
+    """
+    if not parts:
+        raise ValueError("sum_confusions: nothing to sum")
+    first = parts[0]
+    for p in parts[1:]:
+        for attr in ("bin_edges", "class_labels", "prop_labels"):
+            if getattr(p, attr) != getattr(first, attr):
+                raise ValueError(
+                    f"{p.source or 'matrices'}: {attr} {list(getattr(p, attr))} differ from "
+                    f"{first.source or 'the first input'}'s {list(getattr(first, attr))}"
+                )
+    same = len({p.pooled_method for p in parts}) == 1
+    report: dict[str, Any] = {}
+    for p in parts:
+        for key, value in p.report.items():
+            if isinstance(value, int) and not isinstance(value, bool):
+                report[key] = report.get(key, 0) + value
+            elif isinstance(value, dict) and all(isinstance(v, int) for v in value.values()):
+                merged = report.setdefault(key, {})
+                for k2, v2 in value.items():
+                    merged[k2] = merged.get(k2, 0) + v2
+    return DistanceConfusion(
+        bin_edges=first.bin_edges,
+        class_labels=first.class_labels,
+        prop_labels=first.prop_labels,
+        class_cm=sum(p.class_cm for p in parts),
+        prop_cm=sum(p.prop_cm for p in parts),
+        class_cm_pooled=sum((p.class_cm_pooled if same else p.class_cm.sum(axis=0)) for p in parts),
+        prop_cm_pooled=sum((p.prop_cm_pooled if same else p.prop_cm.sum(axis=0)) for p in parts),
+        pooled_method=first.pooled_method if same else "sum_of_bins",
+        source=source or " + ".join(p.source for p in parts if p.source),
+        report=report,
+    )

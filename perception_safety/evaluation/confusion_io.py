@@ -170,6 +170,7 @@ def to_json_dict(
     empty_column: EmptyColumn = "zeros",
     metrics: Any = None,
     config: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``confusion.json`` document: orientation, labels, bin edges, counts, normalised values."""
     out: dict[str, Any] = {
@@ -200,6 +201,8 @@ def to_json_dict(
         out["metrics"] = metrics
     if config is not None:
         out["config"] = config
+    if extra:
+        out.update(extra)
     return out
 
 
@@ -225,4 +228,21 @@ def write_csv(path: str | Path, dc: DistanceConfusion, empty_column: EmptyColumn
                 for i, pred in enumerate(labels):
                     for j, true in enumerate(labels):
                         w.writerow([kind, name, lo, hi, pred, true, int(cm[i, j]), f"{p[i, j]:.12g}"])
+    return path
+
+
+def write_metrics_csv(path: str | Path, rows: list[Any]) -> Path:
+    """One row per (bin, class) of `confusion_metrics.ClassMetrics`; undefined rates are empty cells."""
+    from dataclasses import asdict, fields
+
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        if not rows:
+            return path
+        names = [f.name for f in fields(rows[0])]
+        w.writerow(names)
+        for r in rows:
+            d = asdict(r)
+            w.writerow(["" if d[n] is None else d[n] for n in names])
     return path

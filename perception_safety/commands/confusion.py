@@ -1,0 +1,185 @@
+"""``perception-safety confusion``: distance-binned class- and proposition-labeled confusion matrices.
+
+Inputs (any mix, summed): JSON Lines datasets (``.jsonl``/``.ndjson``), rosbag2 bags (directory with
+``metadata.yaml``, or its ``.mcap``/``.db3`` file, or a directory holding bags) and existing matrix
+files (``.json`` in this package's format or the seed paper's reference format). Writes
+``OUT/confusion.json``, ``OUT/confusion.csv``, ``OUT/confusion_metrics.csv`` and heatmaps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from perception_safety.errors import PerceptionSafetyError
+from perception_safety.evaluation.confusion_config import ConfusionConfig
+
+
+class ConfusionRunConfig(ConfusionConfig):
+    """The ``confusion`` config section: the evaluation settings plus command options."""
+
+    plots: bool = True
+    dpi: int = Field(100, ge=20, le=600)
+    skip_bad: bool = False
+    bag: dict[str, Any] = Field(default_factory=dict)
+    """Topic names for bag input (fields of `perception_safety.io.bag.BagTopics`)."""
+    bag_tolerance_ns: int = Field(0, ge=0)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``confusion`` sub-command."""
+    p = subparsers.add_parser(
+        "confusion",
+        help="distance-binned class- and proposition-labeled confusion matrices",
+        description="Class- and proposition-labeled confusion matrices per distance bin and pooled "
+        "(cm[pred][true], empty last), with P(pred|true), recall/precision per bin, CSV and heatmaps.",
+    )
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="JSON Lines dataset (.jsonl), rosbag2 bag (dir or .mcap/.db3) or confusion-matrix .json",
+    )
+    p.add_argument("--config", type=Path, default=None, help="YAML file with a 'confusion' section")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
+    p.add_argument("--skip-bad", action="store_true", help="skip (and count) malformed dataset lines")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=run)
+
+
+def _matrix_file(path: Path) -> bool:
+    """A ``.json`` file holding one JSON object with bin edges is a matrix file."""
+    if path.suffix.lower() != ".json" or not path.is_file():
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and ("bin_edges" in data or "bin_edges_m" in data)
+
+
+def _frames(path: Path, cfg: ConfusionRunConfig, skip_bad: bool, notes: list[str], cfg_name: str) -> Iterator[Any]:
+    suffix = path.suffix.lower()
+    if path.is_file() and suffix in (".jsonl", ".ndjson", ".json"):
+        from perception_safety.io.dataset import DatasetReadReport, read_jsonl_frames
+
+        rep = DatasetReadReport()
+        yield from read_jsonl_frames(path, skip_bad=skip_bad, report=rep)
+        notes += [f"skipped {where[0]}:{where[1]}: {why}" for where, why in rep.skipped.items()]
+        return
+    if path.is_dir() or suffix in (".mcap", ".db3"):
+        from perception_safety.io.bag import BagReadReport, BagTopics, find_bags, read_frames
+        from perception_safety.io.config import model_from_mapping
+
+        topics = model_from_mapping(cfg.bag, BagTopics, cfg_name, "confusion.bag")
+        rep = BagReadReport()
+        for bag in find_bags([path]):
+            yield from read_frames(bag, topics, cfg.bag_tolerance_ns, with_images=False, report=rep)
+        notes += rep.summary_lines()[1:]
+        return
+    if not path.exists():
+        raise PerceptionSafetyError(f"{path}: no such file or directory")
+    raise PerceptionSafetyError(f"{path}: unknown input type (expected .jsonl, a rosbag2 bag, or a matrix .json)")
+
+
+def _progress(frames: Iterable[Any], label: str, enabled: bool) -> Iterator[Any]:
+    if not enabled:
+        yield from frames
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, transient=True) as progress:
+        task = progress.add_task(label, total=None)
+        for n, frame in enumerate(frames, start=1):
+            yield frame
+            if n % 512 == 0:
+                progress.update(task, completed=n)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Compute (or load and sum) the matrices of every input and write JSON, CSV and heatmaps."""
+    from perception_safety.evaluation.confusion import ConfusionAccumulator, sum_confusions
+    from perception_safety.evaluation.confusion_io import load_matrices, write_csv, write_json, write_metrics_csv
+    from perception_safety.evaluation.confusion_metrics import class_metrics, metrics_to_json
+    from perception_safety.io.config import load_model
+
+    cfg = load_model(args.config, ConfusionRunConfig, section="confusion")
+    skip_bad = args.skip_bad or cfg.skip_bad
+    show = not args.no_progress and sys.stderr.isatty()
+    parts = []
+    notes: list[str] = []
+    acc: ConfusionAccumulator | None = None
+    frame_inputs: list[str] = []
+    for raw in args.inputs:
+        path = Path(raw)
+        if _matrix_file(path):
+            parts.append(load_matrices(path))
+            continue
+        acc = acc or ConfusionAccumulator(cfg)
+        acc.add_frames(_progress(_frames(path, cfg, skip_bad, notes, str(args.config or "defaults")), path.name, show))
+        frame_inputs.append(str(path))
+    if acc is not None:
+        parts.insert(0, acc.result(source=", ".join(frame_inputs)))
+    try:
+        dc = sum_confusions(parts)
+    except ValueError as exc:
+        raise PerceptionSafetyError(f"cannot combine inputs: {exc}") from exc
+    out: Path = args.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PerceptionSafetyError(f"{out}: cannot create output directory: {exc.strerror or exc}") from exc
+    rows = class_metrics(dc)
+    config = cfg.model_dump(mode="json") if acc is not None else None
+    write_json(
+        out / "confusion.json",
+        dc,
+        empty_column=cfg.empty_column,
+        metrics=metrics_to_json(rows),
+        config=config,
+        extra={"inputs": [str(p) for p in args.inputs], "input_notes": notes},
+    )
+    write_csv(out / "confusion.csv", dc, cfg.empty_column)
+    write_metrics_csv(out / "confusion_metrics.csv", rows)
+    n_png = 0
+    if cfg.plots and not args.no_plots:
+        from perception_safety.report.confusion_plots import plot_all
+
+        n_png = len(plot_all(dc, out, cfg.dpi, cfg.empty_column))
+    _print_summary(dc, rows, notes)
+    print(f"wrote {out / 'confusion.json'}, confusion.csv, confusion_metrics.csv and {n_png} PNG(s)")
+    return 0
+
+
+def _print_summary(dc: Any, rows: list[Any], notes: list[str]) -> None:
+    classes = dc.classes
+    head = "  ".join(f"{'recall ' + c:>14}" for c in classes)
+    print(f"{'bin (m)':<14}{'objects':>9}  {head}")
+    by_bin: dict[str, list[Any]] = {}
+    for r in rows:
+        by_bin.setdefault(r.bin, []).append(r)
+    for name, rs in by_bin.items():
+        span = f"[{rs[0].lo:g}, {rs[0].hi:g})" if name != "pooled" else "pooled"
+        objects = sum(r.ground_truth for r in rs)
+        rec = "  ".join(f"{'-' if r.recall is None else f'{r.recall:.3f}':>14}" for r in rs)
+        print(f"{span:<14}{objects:>9}  {rec}")
+    rep = dc.report
+    keys = ("frames", "ground_truth_beyond_range", "ground_truth_below_range", "detections_unannotated")
+    parts = [f"{k}={rep[k]}" for k in keys if k in rep]
+    for key in ("ground_truth_unmapped", "detections_unmapped"):
+        if rep.get(key):
+            parts.append(f"{key}={sum(rep[key].values())}")
+    if parts:
+        print("report: " + ", ".join(parts))
+    for note in notes[:20]:
+        print(f"note: {note}")
+    if len(notes) > 20:
+        print(f"note: ... and {len(notes) - 20} more")

@@ -1,0 +1,83 @@
+"""Per-bin, per-class recall, precision and false-negative rate from class-labeled matrices.
+
+With ``cm[pred, true]`` and ``e`` the ``empty`` row: ``tp = cm[c, c]``, ``gt = Σ_i cm[i, c]``,
+``missed = cm[e, c]`` (Remark 1), ``confused = gt - tp - missed``, ``predicted = Σ_j cm[c, j]``.
+recall = tp / gt, false-negative rate = (gt - tp) / gt = 1 - recall, miss rate = missed / gt,
+precision = tp / predicted. Precision counts only detections matched to annotated objects
+(unannotated detections are ignored, Remark 1). A rate with a zero denominator is ``None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from perception_safety.evaluation.confusion_types import DistanceConfusion
+
+
+@dataclass(frozen=True)
+class ClassMetrics:
+    """Counts and rates of one class in one bin (or pooled)."""
+
+    bin: str
+    lo: float
+    hi: float
+    label: str
+    ground_truth: int
+    true_positives: int
+    missed: int
+    confused: int
+    predicted: int
+    recall: float | None
+    precision: float | None
+    false_negative_rate: float | None
+    miss_rate: float | None
+
+
+def _rate(num: int, den: int) -> float | None:
+    return num / den if den > 0 else None
+
+
+def class_metrics_of(cm: np.ndarray, labels: tuple[str, ...], name: str, lo: float, hi: float) -> list[ClassMetrics]:
+    """Metrics of every evaluation class (all labels but the trailing ``empty``) of one matrix."""
+    e = len(labels) - 1
+    out = []
+    for c, label in enumerate(labels[:-1]):
+        gt = int(cm[:, c].sum())
+        tp = int(cm[c, c])
+        missed = int(cm[e, c])
+        predicted = int(cm[c, :].sum())
+        out.append(
+            ClassMetrics(
+                bin=name,
+                lo=lo,
+                hi=hi,
+                label=label,
+                ground_truth=gt,
+                true_positives=tp,
+                missed=missed,
+                confused=gt - tp - missed,
+                predicted=predicted,
+                recall=_rate(tp, gt),
+                precision=_rate(tp, predicted),
+                false_negative_rate=_rate(gt - tp, gt),
+                miss_rate=_rate(missed, gt),
+            )
+        )
+    return out
+
+
+def class_metrics(dc: DistanceConfusion) -> list[ClassMetrics]:
+    """Metrics per bin and class of the class-labeled matrices, then the pooled ones (bin ``pooled``)."""
+    rows: list[ClassMetrics] = []
+    for k, (lo, hi) in enumerate(dc.bin_edges):
+        rows += class_metrics_of(dc.class_cm[k], dc.class_labels, str(k), lo, hi)
+    rows += class_metrics_of(dc.class_cm_pooled, dc.class_labels, "pooled", dc.bin_edges[0][0], dc.bin_edges[-1][1])
+    return rows
+
+
+def metrics_to_json(rows: list[ClassMetrics]) -> list[dict[str, Any]]:
+    """Plain dicts for JSON output (``None`` stays ``null``)."""
+    return [asdict(r) for r in rows]

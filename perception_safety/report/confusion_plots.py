@@ -1,0 +1,111 @@
+"""Heatmaps of distance-binned confusion matrices (seed paper Figs. 6-7): one PNG per bin and a grid.
+
+Colour is the column-normalised ``P(pred | true)`` (eqs. 5, 8); each cell shows the count and the
+probability. Rows are predicted labels, columns true labels, ``empty`` last.
+Uses matplotlib's object API with the Agg canvas (no pyplot state, no display needed).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from perception_safety.evaluation.confusion_types import DistanceConfusion, EmptyColumn, Kind, column_normalize
+
+_TITLES = {"class": "class-labeled", "prop": "proposition-labeled"}
+
+
+def draw_matrix(ax: Axes, cm: np.ndarray, labels: tuple[str, ...], title: str, empty_column: EmptyColumn = "zeros"):
+    """One heatmap: colour P(pred | true), text ``count`` and ``p`` per cell; returns the image."""
+    p = column_normalize(cm, empty_column)
+    im = ax.imshow(p, cmap="Blues", vmin=0.0, vmax=1.0)
+    n = len(labels)
+    ax.set_xticks(range(n), labels, fontsize=7, rotation=30 if n > 3 else 0)
+    ax.set_yticks(range(n), labels, fontsize=7)
+    ax.set_xlabel("true")
+    ax.set_ylabel("predicted")
+    ax.set_title(title, fontsize=9)
+    small = 5 if n > 6 else 7
+    for i in range(n):
+        for j in range(n):
+            color = "white" if p[i, j] > 0.6 else "black"
+            ax.text(j, i, f"{int(cm[i, j])}\n{p[i, j]:.2f}", ha="center", va="center", fontsize=small, color=color)
+    return im
+
+
+def _bin_title(dc: DistanceConfusion, kind: Kind, k: int | None) -> str:
+    if k is None:
+        lo, hi = dc.bin_edges[0][0], dc.bin_edges[-1][1]
+        return f"{_TITLES[kind]}, pooled [{lo:g}, {hi:g}) m"
+    lo, hi = dc.bin_edges[k]
+    return f"{_TITLES[kind]}, [{lo:g}, {hi:g}) m"
+
+
+def _save(fig: Figure, path: Path, dpi: int) -> Path:
+    FigureCanvasAgg(fig)
+    fig.savefig(path, dpi=dpi)
+    return path
+
+
+def plot_bin(
+    dc: DistanceConfusion,
+    kind: Kind,
+    k: int | None,
+    path: str | Path,
+    dpi: int = 100,
+    empty_column: EmptyColumn = "zeros",
+) -> Path:
+    """Heatmap of bin ``k`` (``None`` = pooled) of one matrix type, saved as PNG."""
+    n = len(dc.labels(kind))
+    size = 2.2 + 0.75 * n
+    fig = Figure(figsize=(size + 1.0, size), layout="constrained")
+    ax = fig.add_subplot()
+    cm = dc.counts(kind, pooled=k is None) if k is None else dc.counts(kind)[k]
+    im = draw_matrix(ax, cm, dc.labels(kind), _bin_title(dc, kind, k), empty_column)
+    fig.colorbar(im, ax=ax, label="P(pred | true)", shrink=0.8)
+    return _save(fig, Path(path), dpi)
+
+
+def plot_grid(
+    dc: DistanceConfusion, kind: Kind, path: str | Path, dpi: int = 90, empty_column: EmptyColumn = "zeros"
+) -> Path:
+    """All bins of one matrix type, plus the pooled matrix, in one figure."""
+    panels: list[int | None] = [*range(dc.n_bins), None]
+    cols = min(4, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    n = len(dc.labels(kind))
+    size = 1.6 + 0.6 * n
+    fig = Figure(figsize=(cols * size + 1.0, rows * size), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False)
+    im = None
+    for idx, ax in enumerate(axes.flat):
+        if idx >= len(panels):
+            ax.set_axis_off()
+            continue
+        k = panels[idx]
+        cm = dc.counts(kind, pooled=True) if k is None else dc.counts(kind)[k]
+        im = draw_matrix(ax, cm, dc.labels(kind), _bin_title(dc, kind, k), empty_column)
+    if im is not None:
+        fig.colorbar(im, ax=axes, label="P(pred | true)", shrink=0.6)
+    fig.suptitle(f"{_TITLES[kind]} confusion matrices by distance (rows predicted, columns true)")
+    return _save(fig, Path(path), dpi)
+
+
+def plot_all(
+    dc: DistanceConfusion, out_dir: str | Path, dpi: int = 100, empty_column: EmptyColumn = "zeros"
+) -> list[Path]:
+    """Per-bin PNGs ``{kind}_cm_bin{k:02d}.png``, ``{kind}_cm_pooled.png`` and ``{kind}_cm_grid.png``."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for kind in ("class", "prop"):
+        for k in range(dc.n_bins):
+            paths.append(plot_bin(dc, kind, k, out / f"{kind}_cm_bin{k:02d}.png", dpi, empty_column))
+        paths.append(plot_bin(dc, kind, None, out / f"{kind}_cm_pooled.png", dpi, empty_column))
+        paths.append(plot_grid(dc, kind, out / f"{kind}_cm_grid.png", dpi, empty_column))
+    return paths
