@@ -4,9 +4,10 @@
 predefined safety-critical region." A plain function (`should_stop`) and the same rule behind the
 `Monitor` interface (`StopRegionMonitor`, alarm = stop request).
 
-As a BBSL specification the rule reads (one watched box ``b``, warning region ``W`` as constants)::
-
-    stop  <=>  exists b in watched_boxes . overlap_area(b, W) > min_overlap_px
+The same rule as a BBSL specification is `STOP_REGION_BBSL` (bind it with `bbsl_bindings`):
+a subject box stops the car when its x- and y-projections overlap the region's. BBSL's overlap is
+closed, so a box that only touches the region's edge stops there and not here (a zero-area
+difference); ``min_overlap_px > 0`` has no BBSL counterpart.
 """
 
 from __future__ import annotations
@@ -19,6 +20,37 @@ from perception_safety.core.types import Box, Frame
 from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.monitors.config import StopRegionConfig
 from perception_safety.monitors.geometry import intersection_areas
+
+STOP_REGION_BBSL = """\
+// Emergency-braking rule of the SG/RH/AC paper's CARLA use case: stop when a pedestrian box
+// overlaps the warning region (pixel rectangle, bound as its x and y intervals).
+exfunction
+    pedestrianExists():bool
+    pedestrian():bb
+    warningX():interval
+    warningY():interval
+endexfunction
+
+precondition
+    [pedestrianExists() = true]
+endprecondition
+
+case stop
+    let p : bb = pedestrian(), wx : interval = warningX(), wy : interval = warningY() in
+    PROJ_x(p) ≈ wx and PROJ_y(p) ≈ wy
+endcase
+
+case NOT stop
+    let p : bb = pedestrian(), wx : interval = warningX(), wy : interval = warningY() in
+    not (PROJ_x(p) ≈ wx) or not (PROJ_y(p) ≈ wy)
+endcase
+"""
+
+
+def bbsl_bindings(config: StopRegionConfig) -> dict[str, object]:
+    """Exfunction bindings of `STOP_REGION_BBSL` for ``config`` (config-style values of the BBSL loader)."""
+    x0, y0, x1, y1 = config.region.as_array()
+    return {"pedestrianExists": "subject_exists", "pedestrian": "subject", "warningX": [x0, x1], "warningY": [y0, y1]}
 
 
 def overlapping(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from perception_safety.core.types import Box, Detection, Frame, GroundTruthObject
 from perception_safety.monitors.config import StopRegionConfig
 from perception_safety.monitors.stop_region import StopRegionMonitor, should_stop
@@ -41,3 +43,25 @@ def test_monitor_reads_detections_or_ground_truth() -> None:
     assert res.alarm and res.values["boxes_in_region"] == 1.0
     seen = Frame(0, detections=(Detection(ped_box, "person", 0.8),))
     assert StopRegionMonitor(CFG).update(seen).alarm
+
+
+def test_bbsl_form_agrees_with_the_plain_rule() -> None:
+    from perception_safety.bbsl.spec import load_spec
+    from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings, overlapping
+
+    spec = load_spec(STOP_REGION_BBSL, bbsl_bindings(CFG), image_size=(1280, 720))
+    rng = np.random.default_rng(0)
+    xy = rng.uniform([0, 0], [1280, 720], size=(2000, 2))
+    wh = rng.uniform(1, 300, size=(2000, 2))
+    boxes = np.concatenate([xy, xy + wh], axis=1)  # continuous coordinates: edge contact has probability 0
+    cases = spec.cases_for_boxes(boxes)
+    stop_col = spec.case_names.index("stop")
+    plain = np.zeros(len(boxes), dtype=bool)
+    plain[overlapping(boxes, ["person"] * len(boxes), np.ones(len(boxes)), CFG)] = True
+    assert 0.1 < plain.mean() < 0.9
+    assert np.array_equal(cases[:, stop_col], plain)
+    assert np.array_equal(cases[:, spec.case_names.index("NOT stop")], ~plain)
+    # the one difference: BBSL overlap is closed, so an edge-touching box stops there only
+    edge = np.array([[1007.0, 400.0, 1040.0, 480.0]])
+    assert cases.shape[1] == 2 and spec.cases_for_boxes(edge)[0, stop_col]
+    assert overlapping(edge, ["person"], [1.0], CFG).size == 0
