@@ -103,11 +103,12 @@ def parse_binding_value(value: Any, what: str = "binding") -> Binding:
             return Constant(Type.BOOL, low == "true")
         inner = text[1:-1] if text.startswith("[") and text.endswith("]") else text
         parts = [p for p in re.split(r"[,\s]+", inner.strip()) if p]
-        if parts:
-            try:
-                return parse_binding_value(list(_numbers(parts, what)), what)
-            except ValueError:
-                pass
+        try:
+            nums = list(_numbers(parts, what)) if parts else None
+        except ValueError:
+            nums = None
+        if nums is not None:
+            return parse_binding_value(nums, what)
         raise ValueError(
             f"{what}: cannot read {value!r}; expected true/false, [lo, hi], [x_min, y_min, x_max, y_max], "
             "or one of " + ", ".join(_KINDS)
@@ -137,7 +138,7 @@ def parse_bind_option(text: str) -> tuple[str, Binding]:
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
         raise BBSLError(f"--bind {text!r}: {name!r} is not an exfunction name", source="--bind")
     try:
-        return name, parse_binding_value(value, f"--bind {name}")
+        return name, parse_binding_value(value, name)
     except ValueError as exc:
         raise BBSLError(str(exc), source="--bind") from None
 
