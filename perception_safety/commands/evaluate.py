@@ -1,0 +1,49 @@
+"""``perception-safety evaluate BAG_OR_DIR... --config FILE --out DIR``: every analysis in one pass, one report."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.console import Console
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "evaluate",
+        help="confusion matrices, PCD, verification, BBSL tests and SG/RH/AC from bags, in one report",
+        description="Reads rosbag2 bags (sqlite3 or mcap; directories are searched), computes every analysis the "
+        "config asks for (map per bag, reduce), and writes OUT/results.json and OUT/report.html.",
+    )
+    p.add_argument("inputs", nargs="+", metavar="BAG_OR_DIR", help="bag directories or directories containing bags")
+    p.add_argument("--config", type=Path, default=None, help="YAML config (default: built-in defaults)")
+    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--jobs", type=int, default=1, help="worker processes for reading bags (default 1)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from perception_safety.pipeline.evaluate_config import load_evaluate_config
+    from perception_safety.pipeline.run import run_evaluate
+
+    console = Console(stderr=True)
+    cfg, text = load_evaluate_config(args.config)
+    ev = run_evaluate(args.inputs, cfg, text, args.out, max(1, args.jobs), console)
+    print_summary(ev, args.out, Console())
+    return 0
+
+
+def print_summary(ev, out: Path, console: Console) -> None:
+    """One screen: the headline numbers and where the report is."""
+    from rich.table import Table
+
+    table = Table(title=f"perception_safety: {ev.results['frames']} frames from {len(ev.results['inputs'])} bag(s)")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_column("samples")
+    for m in ev.report.summary:
+        value = f"{m.value:.4g}" if isinstance(m.value, float) else str(m.value)
+        table.add_row(m.label, f"{value} {m.unit}".strip(), m.samples)
+    console.print(table)
+    console.print(f"report:  {out / 'report.html'}")
+    console.print(f"results: {out / 'results.json'}")

@@ -1,0 +1,130 @@
+"""``evaluate``: map every bag to a partial result, reduce the partials, run the analyses on the sums.
+
+Map (`analyse_bag`, one bag, in-process or in a worker process): read the frames once (images are
+not needed), accumulate the confusion matrices, collect PCD samples per target and BBSL test cases.
+A partial is plain JSON (floats round-trip exactly), written to ``OUT/partials/``; the reduce reads
+them in input order, so 1 and N jobs give identical results. The same shape runs on a distributed
+engine: only `analyse_bag` and `reduce_partials` need to be called there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perception_safety.errors import PerceptionSafetyError
+from perception_safety.evaluation.confusion import ConfusionAccumulator, sum_confusions
+from perception_safety.evaluation.confusion_io import confusion_from_mapping, to_json_dict
+from perception_safety.evaluation.confusion_types import DistanceConfusion
+from perception_safety.evaluation.pcd_samples import samples_from_frames
+from perception_safety.io.bag import BagReadReport, read_frames
+from perception_safety.pipeline.evaluate_config import EvaluateConfig
+
+PARTIAL_FORMAT = "perception_safety.partial/1"
+
+
+class NothingUsableError(PerceptionSafetyError):
+    """No frame could be read from any input."""
+
+
+def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
+    """The map step for one bag: a JSON-ready partial result (see the module docstring)."""
+    cfg = EvaluateConfig.model_validate_json(config_json)
+    analyses = set(cfg.evaluate.analyses)
+    report = BagReadReport()
+    frames = list(
+        read_frames(bag, topics=cfg.bags.topics, tolerance_ns=cfg.bags.tolerance_ns, with_images=False, report=report)
+    )
+    partial: dict[str, Any] = {
+        "format": PARTIAL_FORMAT,
+        "bag": bag,
+        "frames": len(frames),
+        "read_report": {
+            "skipped": [[s.topic, s.index, s.reason] for s in report.skipped],
+            "unmatched": {topic: n for (_, topic), n in sorted(report.unmatched.items())},
+            "missing_topics": [topic for _, topic in report.missing_topics],
+        },
+    }
+    if analyses & {"confusion", "verification"}:
+        dc = ConfusionAccumulator(cfg.confusion).add_frames(frames).result(source=bag)
+        partial["confusion"] = to_json_dict(dc)
+    if "pcd" in analyses:
+        partial["pcd"] = {}
+        for t in cfg.evaluate.pcd_targets:
+            s = samples_from_frames(frames, t.class_id, t.track_id, t.iou_threshold, t.class_aware, bag)
+            partial["pcd"][t.name] = {"x": s.x.tolist(), "y": s.y.tolist(), "missed": s.missed.tolist()}
+    return partial
+
+
+@dataclass
+class Reduced:
+    """The sums over all bags."""
+
+    bags: list[str]
+    frames: int
+    read_reports: dict[str, dict[str, Any]]
+    confusion: DistanceConfusion | None = None
+    pcd_samples: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+
+
+def reduce_partials(partials: Sequence[dict[str, Any]]) -> Reduced:
+    """The reduce step: sum matrices, concatenate samples (in input order)."""
+    red = Reduced(
+        bags=[p["bag"] for p in partials],
+        frames=sum(p["frames"] for p in partials),
+        read_reports={p["bag"]: {"frames": p["frames"], **p["read_report"]} for p in partials},
+    )
+    confs = [confusion_from_mapping(p["confusion"], p["bag"]) for p in partials if "confusion" in p]
+    if confs:
+        red.confusion = sum_confusions(confs, source=", ".join(red.bags))
+    names = [n for p in partials for n in p.get("pcd", {})]
+    for name in dict.fromkeys(names):
+        parts = [p["pcd"][name] for p in partials if name in p.get("pcd", {})]
+        red.pcd_samples[name] = (
+            np.concatenate([np.asarray(q["x"], dtype=float) for q in parts]),
+            np.concatenate([np.asarray(q["y"], dtype=float) for q in parts]),
+            np.concatenate([np.asarray(q["missed"], dtype=bool) for q in parts]),
+        )
+    return red
+
+
+def analyse_bag_to_file(bag: str, config_json: str, path: str) -> str:
+    """`analyse_bag`, written as JSON to ``path``; returns the path (workers exchange only file names)."""
+    Path(path).write_text(json.dumps(analyse_bag(bag, config_json)), encoding="utf-8")
+    return path
+
+
+def map_bags(
+    bags: Sequence[Path],
+    cfg: EvaluateConfig,
+    partial_dir: Path,
+    jobs: int = 1,
+    on_done: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run the map over the bags (``jobs`` worker processes) and read the partials back, in input order."""
+    partial_dir.mkdir(parents=True, exist_ok=True)
+    config_json = cfg.model_dump_json()
+    names = [str(b) for b in bags]
+    paths = [str(partial_dir / f"{i:05d}_{Path(n).name}.json") for i, n in enumerate(names)]
+    if jobs <= 1 or len(names) <= 1:
+        for name, path in zip(names, paths, strict=True):
+            analyse_bag_to_file(name, config_json, path)
+            if on_done is not None:
+                on_done(name)
+    else:
+        workers = min(jobs, len(names), os.cpu_count() or 1)
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+            futures = [pool.submit(analyse_bag_to_file, n, config_json, p) for n, p in zip(names, paths, strict=True)]
+            for name, future in zip(names, futures, strict=True):
+                future.result()
+                if on_done is not None:
+                    on_done(name)
+    return [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
