@@ -30,6 +30,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--class-id", default=None, help="keep ground truth of this class (Frames input)")
     p.add_argument("--track-id", default=None, help="keep ground truth of this track (Frames input)")
     p.add_argument("--no-plots", action="store_true", help="write JSON and table only")
+    p.add_argument(
+        "--write-samples", action="store_true", help="also write OUT/samples_<label>.csv (distance_m,y,missed)"
+    )
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.set_defaults(func=run)
 
@@ -91,12 +94,14 @@ def run(args: argparse.Namespace) -> int:
     labels = _labels(inputs, args.label)
     results = []
     entries = []
+    loaded = []
     for path, label in zip(inputs, labels, strict=True):
         samples = _load_samples(path, cfg)
         if samples.n == 0:
             raise PerceptionSafetyError(f"{path}: no samples (no ground-truth target passed the class/track filter)")
         res = compute_pcd(samples.x, samples.y, cfg, what=str(path))
         results.append((label, res))
+        loaded.append((label, samples))
         entries.append({"input": str(path), "label": label, "n_missed": int(samples.missed.sum()), **res.to_dict()})
     out: Path = args.out
     try:
@@ -112,6 +117,12 @@ def run(args: argparse.Namespace) -> int:
     if len(entries) == 1:  # single input: its main values also at the top level
         for key in ("change_points", "grid", "mpcd", "pcd"):
             doc[key] = entries[0][key]
+    if args.write_samples:
+        from perception_safety.evaluation.pcd_samples import write_samples_csv
+
+        for label, samples in loaded:
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+            write_samples_csv(out / f"samples_{safe}.csv", samples)
     (out / "pcd.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     with (out / "pcd_table.csv").open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)

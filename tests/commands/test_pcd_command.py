@@ -72,9 +72,14 @@ def test_jsonl_frames_input_with_track_filter(tmp_path):
     path = tmp_path / "run.jsonl"
     write_jsonl_frames(path, frames)
     out = tmp_path / "o"
-    assert main(["pcd", str(path), "--track-id", "sedan", "--out", str(out), "--no-plots"]) == 0
+    assert main(["pcd", str(path), "--track-id", "sedan", "--out", str(out), "--no-plots", "--write-samples"]) == 0
     entry = json.loads((out / "pcd.json").read_text())["inputs"][0]
     assert entry["n"] == 60 and entry["n_missed"] == sum(1 for f in frames if not f.detections)
+    # the written samples are the per-frame IoU x score of the sedan (IoU 1 here), 0 when missed
+    rows = (out / "samples_run.csv").read_text().splitlines()[1:]
+    expect = [(f.ground_truth[0].distance, f.detections[0].score if f.detections else 0.0) for f in frames]
+    got = [(float(r.split(",")[0]), float(r.split(",")[1])) for r in rows]
+    np.testing.assert_allclose(np.array(got), np.array(sorted(expect)), rtol=0, atol=1e-12)
 
 
 def test_errors_exit_2_with_message(tmp_path, capsys):
