@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level
@@ -108,3 +110,20 @@ def test_missing_image_is_stale_and_bad_images_are_errors() -> None:
         ContrastMonitor(ContrastConfig(roi=Region(left=500, top=0, width=5, height=5))).update(
             Frame(0, image=_textured())
         )
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    h=st.integers(1, 40),
+    w=st.integers(1, 60),
+    seed=st.integers(0, 2**31 - 1),
+    lo=st.integers(0, 255),
+    span=st.integers(0, 255),
+)
+def test_row_variance_matches_np_var_for_any_shape_and_range(h: int, w: int, seed: int, lo: int, span: int) -> None:
+    rng = np.random.default_rng(seed)
+    gray = rng.integers(lo, min(255, lo + span) + 1, size=(h, w), dtype=np.uint8)
+    expected = float(np.var(gray.astype(np.float64), axis=1).mean())
+    assert row_variance_statistic(gray) == pytest.approx(expected, rel=1e-10, abs=1e-9)
+    # a mono frame goes through the monitor unchanged
+    assert ContrastMonitor().update(Frame(0, image=gray)).values["statistic"] == pytest.approx(expected, abs=1e-9)
