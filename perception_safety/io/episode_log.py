@@ -137,16 +137,21 @@ class EpisodeLogWriter:
     def _write(self, record: dict[str, Any]) -> None:
         if self._fh is None:
             raise EpisodeLogError(f"{self.path}: episode log is not open")
-        self._fh.write(json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n")
+        try:
+            line = json.dumps(record, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            what = f"episode {record.get('episode')} ({record.get('rollout')}) {record.get('type')} record"
+            raise EpisodeLogError(f"{self.path}: {what} is not JSON-serialisable: {exc}") from exc
+        self._fh.write(line + "\n")
 
     def begin_episode(self, episode: str, rollout: str, meta: Mapping[str, Any] | None = None) -> None:
         """Start a rollout ``rollout`` (one of `ROLLOUTS` or any label) of scenario ``episode``."""
         if self._current is not None:
             raise EpisodeLogError(f"{self.path}: begin_episode({episode!r}) while {self._current} is running")
+        self._write({"type": "begin", "episode": str(episode), "rollout": str(rollout), "meta": dict(meta or {})})
         self._current = (str(episode), str(rollout))
         self._last_t = -1
         self._steps = 0
-        self._write({"type": "begin", "episode": str(episode), "rollout": str(rollout), "meta": dict(meta or {})})
 
     def write_step(self, step: EpisodeStep) -> None:
         """Append one frame record (buffered; durable after ``end_episode``)."""
@@ -166,7 +171,7 @@ class EpisodeLogWriter:
             "alarm": bool(step.alarm),
         }
         if step.reasons:
-            rec["reasons"] = list(step.reasons)
+            rec["reasons"] = [str(r) for r in step.reasons]
         if step.values:
             rec["values"] = _finite_values(step.values, f"{self.path}: episode {episode} t={step.t}")
         if step.frame is not None:

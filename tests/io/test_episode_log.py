@@ -101,6 +101,10 @@ def test_end_episode_flushes_to_disk(tmp_path: Path) -> None:
         w.write_step(EpisodeStep(5, running=True))
     with pytest.raises(EpisodeLogError, match="not finite"):
         w.write_step(EpisodeStep(6, running=True, values={"x": float("nan")}))
+    w.end_episode()
+    with pytest.raises(EpisodeLogError, match=r"begin record is not JSON-serialisable"):
+        w.begin_episode("s3", "perception", meta={"threshold": float("inf")})
+    w.begin_episode("s3", "perception")  # the failed begin left no episode running
     w.close()
 
 
