@@ -112,9 +112,7 @@ class PlausibilityMonitor:
                 w, h = size
                 bad |= (allb[:, 0] < -tol) | (allb[:, 1] < -tol) | (allb[:, 2] > w + tol) | (allb[:, 3] > h + tol)
             for i in np.flatnonzero(bad):
-                reasons.append(
-                    f"implausible box {dets[i].class_id} {_fmt(allb[i])} (outside image or empty)"
-                )
+                reasons.append(f"implausible box {dets[i].class_id} {_fmt(allb[i])} (outside image or empty)")
             n_outside = int(bad.sum())
 
         watched = [d for d in dets if d.class_id in self._watched]
@@ -131,9 +129,7 @@ class PlausibilityMonitor:
         ghosts = in_danger & ~explained & (k >= cfg.warmup_frames)
         for i in np.flatnonzero(ghosts):
             why = "new track" if not matched[i] else "track never seen in the warning region"
-            reasons.append(
-                f"ghost {watched[i].class_id} in danger region at {_fmt(boxes[i])} ({why})"
-            )
+            reasons.append(f"ghost {watched[i].class_id} in danger region at {_fmt(boxes[i])} ({why})")
 
         n_jumps = 0
         max_speed = 0.0
