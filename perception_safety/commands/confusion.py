@@ -1,6 +1,7 @@
 """``perception-safety confusion``: distance-binned class- and proposition-labeled confusion matrices.
 
-Inputs (any mix, summed): JSON Lines datasets (``.jsonl``/``.ndjson``), rosbag2 bags (directory with
+Inputs (any mix, summed): JSON Lines datasets (``.jsonl``/``.ndjson``), CSV detection datasets
+(``.csv``, see `perception_safety.evaluation.confusion_io.read_detection_csv`), rosbag2 bags (directory with
 ``metadata.yaml``, or its ``.mcap``/``.db3`` file, or a directory holding bags) and existing matrix
 files (``.json`` in this package's format or the seed paper's reference format). Writes
 ``OUT/confusion.json``, ``OUT/confusion.csv``, ``OUT/confusion_metrics.csv`` and heatmaps.
@@ -44,7 +45,7 @@ def register(subparsers: Any) -> None:
         "inputs",
         nargs="+",
         metavar="INPUT",
-        help="JSON Lines dataset (.jsonl), rosbag2 bag (dir or .mcap/.db3) or confusion-matrix .json",
+        help="JSON Lines (.jsonl) or CSV (.csv) dataset, rosbag2 bag (dir or .mcap/.db3) or matrix .json",
     )
     p.add_argument("--config", type=Path, default=None, help="YAML file with a 'confusion' section")
     p.add_argument("--out", type=Path, required=True, help="output directory")
@@ -86,7 +87,7 @@ def _frames(path: Path, cfg: ConfusionRunConfig, skip_bad: bool, notes: list[str
         return
     if not path.exists():
         raise PerceptionSafetyError(f"{path}: no such file or directory")
-    raise PerceptionSafetyError(f"{path}: unknown input type (expected .jsonl, a rosbag2 bag, or a matrix .json)")
+    raise PerceptionSafetyError(f"{path}: unknown input type (expected .jsonl, .csv, a rosbag2 bag, or a matrix .json)")
 
 
 def _progress(frames: Iterable[Any], label: str, enabled: bool) -> Iterator[Any]:
@@ -124,7 +125,15 @@ def run(args: argparse.Namespace) -> int:
             parts.append(load_matrices(path))
             continue
         acc = acc or ConfusionAccumulator(cfg)
-        acc.add_frames(_progress(_frames(path, cfg, skip_bad, notes, str(args.config or "defaults")), path.name, show))
+        if path.suffix.lower() == ".csv" and path.is_file():
+            from perception_safety.evaluation.confusion_config import ClassMapper
+            from perception_safety.evaluation.confusion_io import read_detection_csv
+
+            for batch in read_detection_csv(path, ClassMapper(cfg), cfg.chunk_frames):
+                acc.add_batch(batch)
+        else:
+            frames = _frames(path, cfg, skip_bad, notes, str(args.config or "defaults"))
+            acc.add_frames(_progress(frames, path.name, show))
         frame_inputs.append(str(path))
     if acc is not None:
         parts.insert(0, acc.result(source=", ".join(frame_inputs)))

@@ -16,7 +16,7 @@ from perception_safety.io.dataset import write_jsonl_frames
 from .test_confusion import hand_scene
 
 REFERENCE = Path("/work/shared/reference/dist_confusion_matrices_nuscenes_yolov3.json")
-CONFIG = "confusion:\n  classes: {ped: [ped], obs: [obs]}\n  bin_edges: [0, 10, 20, 30]\n"
+CONFIG = "confusion:\n  classes: {ped: [ped], obs: [obs]}\n  bin_edges: [0, 10, 20, 30]\n  dpi: 40\n"
 
 
 @pytest.fixture
@@ -65,6 +65,19 @@ def test_bag_input_gives_the_same_matrices(tmp_path: Path, dataset: tuple[Path, 
     assert main(["confusion", str(bag), "--config", str(cfg), "--out", str(b), "--no-plots"]) == 0
     da, db = load_matrices(a / "confusion.json"), load_matrices(b / "confusion.json")
     assert np.array_equal(da.class_cm, db.class_cm) and np.array_equal(da.prop_cm, db.prop_cm)
+
+
+def test_csv_input_gives_the_same_matrices(tmp_path: Path, dataset: tuple[Path, Path]) -> None:
+    from .test_confusion_io import _csv_of
+
+    data, cfg = dataset
+    table = tmp_path / "scene.csv"
+    table.write_text(_csv_of(hand_scene()))
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert main(["confusion", str(data), "--config", str(cfg), "--out", str(a), "--no-plots"]) == 0
+    assert main(["confusion", str(table), "--config", str(cfg), "--out", str(b), "--no-plots"]) == 0
+    da, db = load_matrices(a / "confusion.json"), load_matrices(b / "confusion.json")
+    assert np.array_equal(da.class_cm, db.class_cm) and np.array_equal(da.prop_cm_pooled, db.prop_cm_pooled)
 
 
 def test_matrix_files_are_summed(tmp_path: Path, dataset: tuple[Path, Path]) -> None:

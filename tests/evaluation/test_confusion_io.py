@@ -132,3 +132,78 @@ def test_label_index_uses_set_semantics() -> None:
     )
     assert dc.label_index("prop", "obs,ped") == 2
     assert dc.bin_for_distance(9.999) == 0 and dc.bin_for_distance(10.0) is None
+
+
+@needs_reference
+def test_reference_data_satisfies_the_counting_rules() -> None:
+    """The paper's matrices obey the rules this package counts by (one sample per (frame, bin), ...)."""
+    raw = json.loads(REFERENCE.read_text())
+    for b in range(10):
+        cls, prop = np.array(raw["class_cm"][b]), np.array(raw["prop_cm"][b])
+        # One proposition sample per (frame, bin): every bin holds the same 3872 frames.
+        assert prop.sum() == 3872
+        # (empty, empty) counts the (frame, bin) cells without objects in both matrix types.
+        assert cls[2, 2] == prop[3, 3]
+        # Unannotated detections are ignored: nothing is counted in the empty column but (empty, empty).
+        assert cls[:2, 2].sum() == 0 and prop[:3, 3].sum() == 0
+        # Fig. 7 caption: per label, no more proposition samples than class-labeled ones.
+        assert prop[:, 0].sum() + prop[:, 2].sum() <= cls[:, 0].sum()
+        assert prop[:, 1].sum() + prop[:, 2].sum() <= cls[:, 1].sum()
+
+
+# --- CSV detection dataset ----------------------------------------------------------------------
+
+
+def _csv_of(frames) -> str:
+    lines = ["frame,kind,x_min,y_min,x_max,y_max,class,score,distance"]
+    for f in frames:
+        key = f.frame_id or f.stamp_ns
+        lines.append(f"{key},frame,,,,,,,")
+        for d in f.detections:
+            b = d.box
+            lines.append(f"{key},det,{b.x_min},{b.y_min},{b.x_max},{b.y_max},{d.class_id},{d.score},")
+        for g in f.ground_truth:
+            b = g.box
+            lines.append(f"{key},gt,{b.x_min},{b.y_min},{b.x_max},{b.y_max},{g.class_id},,{g.distance}")
+    return "\n".join(lines) + "\n"
+
+
+def test_csv_dataset_gives_the_same_matrices_as_frames(tmp_path: Path) -> None:
+    from perception_safety.evaluation.confusion import ConfusionAccumulator, confusion_from_frames
+    from perception_safety.evaluation.confusion_config import ClassMapper, ConfusionConfig
+    from perception_safety.evaluation.confusion_io import read_detection_csv
+
+    from .test_confusion import hand_scene
+
+    cfg = ConfusionConfig(classes={"ped": ["ped"], "obs": ["obs"]}, bin_edges=[0, 10, 20, 30])
+    path = tmp_path / "scene.csv"
+    path.write_text(_csv_of(hand_scene()))
+    acc = ConfusionAccumulator(cfg)
+    for batch in read_detection_csv(path, ClassMapper(cfg), chunk_frames=2):
+        acc.add_batch(batch)
+    got, want = acc.result(), confusion_from_frames(hand_scene(), cfg)
+    assert np.array_equal(got.class_cm, want.class_cm) and np.array_equal(got.prop_cm, want.prop_cm)
+    assert np.array_equal(got.prop_cm_pooled, want.prop_cm_pooled)
+    assert got.report == want.report
+
+
+@pytest.mark.parametrize(
+    ("body", "where"),
+    [
+        ("a,det,0,0,1,x,ped,0.9,\n", ":2:6"),
+        ("a,gt,0,0,1,1,ped,,\n", ":2:9"),
+        ("a,car,0,0,1,1,ped,,\n", ":2:2"),
+        ("a,det,2,0,1,1,ped,,\n", ":2: inverted"),
+        ("a,frame,,,,,,,\nb,frame,,,,,,,\na,frame,,,,,,,\n", ":4: frame 'a'"),
+        ("a,det,0,0,1\n", ":2: expected 9 columns"),
+    ],
+)
+def test_csv_errors_name_line_and_column(tmp_path: Path, body: str, where: str) -> None:
+    from perception_safety.evaluation.confusion_config import ClassMapper, ConfusionConfig
+    from perception_safety.evaluation.confusion_io import read_detection_csv
+
+    path = tmp_path / "d.csv"
+    path.write_text("frame,kind,x_min,y_min,x_max,y_max,class,score,distance\n" + body)
+    with pytest.raises(ConfusionFileError) as err:
+        list(read_detection_csv(path, ClassMapper(ConfusionConfig())))
+    assert f"d.csv{where}" in str(err.value)
