@@ -3,8 +3,9 @@
 Inputs are raw subscriptions (CDR bytes) deserialized zero-copy with rosbags and converted exactly as the
 offline bag reader does, then paired by header stamp (exact, or nearest within ``sync.slop_s``). Each pair
 is one `Frame` for the monitors of `perception_safety.monitors` (contrast, plausibility, stop region).
-Outputs: ``stop_request`` (std_msgs/Bool, every frame), ``monitor_results`` (diagnostic_msgs/DiagnosticArray
-stamped with the image stamp, one status per monitor: the per-frame log), and ``/diagnostics``.
+Outputs: ``~/stop_request`` (std_msgs/Bool, every frame), ``~/monitor_results`` (diagnostic_msgs/DiagnosticArray
+stamped with the image stamp: one status per monitor member, the combined ``monitor`` (m_f), ``stop_region`` and
+a last ``stop_request`` status whose ``alarm`` is the frame's stop decision), and ``/diagnostics``.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ class SafetyMonitorParams(_Strict):
 
 
 READ_ONLY = ("topics", "use_image", "sync", "qos")
+#: name of the extra status in ``monitor_results`` that carries the frame's stop decision
+STOP_STATUS = "stop_request"
 
 
 class Guarded:
@@ -230,8 +233,12 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.health.processed()
             stop = stop_requested(results, self.params.config, failed, self.suite.runtime.name,
                                   self.suite.stop_rule.name)
-            self.pub_results.publish(convert.diagnostic_array_msg(
-                [convert.result_status(r, "", self.params.config.hardware_id) for r in results], stamp))
+            hw = self.params.config.hardware_id
+            statuses = [convert.result_status(r, "", hw) for r in results]
+            # the stop decision travels stamped with its frame too (std_msgs/Bool has no header)
+            statuses.append(convert.status(STOP_STATUS, Level.WARN if stop else Level.OK,
+                                           "stop requested" if stop else "no stop", {"alarm": stop}, hw))
+            self.pub_results.publish(convert.diagnostic_array_msg(statuses, stamp))
             from std_msgs.msg import Bool
 
             self.pub_stop.publish(Bool(data=stop))

@@ -98,7 +98,9 @@ def test_replayed_bag_gives_the_offline_results_frame_by_frame(ros_client, ros_t
 
     online = {}
     for arr in results:
-        online[stamp_to_ns(arr.header.stamp)] = [result_from_status(s) for s in arr.status]
+        *monitors, stop = arr.status
+        assert stop.name == "stop_request"
+        online[stamp_to_ns(arr.header.stamp)] = [result_from_status(s) for s in monitors]
     assert sorted(online) == sorted(offline)
     for stamp, expected in offline.items():
         got = online[stamp]

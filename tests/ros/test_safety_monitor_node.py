@@ -109,7 +109,8 @@ def test_frames_give_monitor_results_and_stop_requests(monitor, ros_tools):
     _send(pubs, 3_000_000_500, _noise(2), [in_warning])
     r3 = _result_for(out, 3_000_000_500, ros_tools)
 
-    assert set(r1) == {"contrast", "plausibility", "monitor", "stop_region"}
+    assert set(r1) == {"contrast", "plausibility", "monitor", "stop_region", "stop_request"}
+    assert [_values(r["stop_request"])["alarm"] for r in (r1, r2, r3)] == ["false", "true", "true"]
     stat = float(_values(r1["contrast"])["statistic"])
     # cv2 luma rounding differs from the float formula on a few pixels: agree to 1e-5, far tighter than
     # any channel swap or corrupted buffer would give
