@@ -33,6 +33,9 @@ class _Gen:
     memo: dict = field(default_factory=dict)
     set_args: dict[str, str] = field(default_factory=dict)
     n_tmp: int = 0
+    # atom mode: comparisons of a subject coordinate with a constant (and `ex`) become inputs a[i]
+    atom_mode: bool = False
+    atoms: list[tuple] = field(default_factory=list)
 
     def tmp(self, code: str) -> str:
         name = f"t{self.n_tmp}"
@@ -42,6 +45,10 @@ class _Gen:
 
     def leaf(self, code: str, depth: int) -> str:
         """A subject-shaped array expanded with ``depth`` trailing axes (for quantifier broadcasting)."""
+        if self.atom_mode:
+            if depth:
+                raise _NoTableError
+            return self.atom(("ex",)) if code == "ex" else "@" + code
         if depth == 0:
             return code
         key = ("leaf", code, depth)
@@ -76,7 +83,18 @@ class _Gen:
     def cmp(self, a: Scalar, op: str, b: Scalar) -> BoolVal:
         if isinstance(a, float) and isinstance(b, float):
             return {"<": a < b, "<=": a <= b, "==": a == b}[op]
+        if self.atom_mode:
+            if not (isinstance(a, float) or isinstance(b, float)):
+                raise _NoTableError  # coordinate against coordinate
+            if isinstance(a, float):  # c op col  ->  col op' c
+                a, b, op = b, a, {"<": ">", "<=": ">=", "==": "=="}[op]
+            return self.atom(("cmp", _COLS.index(a[1:]), op, b))
         return self.tmp(f"{_lit(a)} {op} {_lit(b)}")
+
+    def atom(self, key: tuple) -> str:
+        if key not in self.atoms:
+            self.atoms.append(key)
+        return f"a[{self.atoms.index(key)}]"
 
     # ---- IR -> value ----
     def value(self, node: IR, depth: int, ctx: tuple[str, ...]):
@@ -90,6 +108,8 @@ class _Gen:
             return _const(node.type, node.value)
         if isinstance(node, IExf):
             return self.exfunction(node, depth)
+        if isinstance(node, IBound | IQuant) and self.atom_mode:
+            raise _NoTableError
         if isinstance(node, IBound):
             s = ctx[node.level - 1]
             pad = "[:" + ", None" * (depth - node.level) + "]" if depth > node.level else ""
@@ -132,6 +152,8 @@ class _Gen:
             w, h = self.image_size
             return _const(Type.BB, (0.0, 0.0, float(w), float(h)))
         if isinstance(binding, FrameBoxes):
+            if self.atom_mode:
+                raise _NoTableError
             if node.name not in self.set_args:
                 self.set_args[node.name] = f"sets[{len(self.set_args)}]"
             return self.set_args[node.name]
@@ -172,6 +194,16 @@ class _Gen:
         raise TypeError(f"unknown relation {op}")
 
 
+_COLS = ("x0", "y0", "x1", "y1")
+# Up to this many boxes the truth-table path is faster (fewer numpy calls); above it the
+# generated column-wise code is (contiguous element-wise work, no gathers).
+TABLE_MAX_BOXES = 4096
+
+
+class _NoTableError(Exception):
+    """The spec is not a boolean function of coordinate-vs-constant comparisons."""
+
+
 def _lit(v) -> str:
     if isinstance(v, bool):
         return "True" if v else "False"
@@ -191,6 +223,114 @@ def _const(typ: Type, value):
     raise TypeError(f"no constant of type {typ}")
 
 
+_GROUP_OPS = {"<=": np.less_equal, "<": np.less, "==": np.equal}
+# col OP c  ->  (sign, group, threshold sign): ``sign * col GROUP sign * c``
+_NORMAL = {"<=": (1.0, "<="), "<": (1.0, "<"), "==": (1.0, "=="), ">=": (-1.0, "<="), ">": (-1.0, "<")}
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """A spec that is a boolean function of k coordinate-vs-constant comparisons (and ``subject_exists``).
+
+    The comparisons are computed in a few grouped numpy operations, packed into a
+    k-bit code per box, and the precondition and cases are looked up in truth tables
+    of 2^k rows precomputed from the generated code: a handful of numpy calls per
+    frame, whatever the size of the spec.
+    """
+
+    cols: np.ndarray
+    signs: np.ndarray | None
+    groups: tuple[tuple[slice, object, np.ndarray], ...]
+    uses_ex: bool
+    k: int
+    weights: np.ndarray
+    pre_table: np.ndarray
+    case_table: np.ndarray
+
+    def __call__(self, b: np.ndarray, ex) -> tuple[np.ndarray, np.ndarray]:
+        m = len(self.cols)
+        if m:
+            v = b.take(self.cols, axis=1)
+            if self.signs is not None:
+                np.multiply(v, self.signs, out=v)
+            if len(self.groups) == 1:
+                _, op, t = self.groups[0]
+                a = op(v, t)
+            else:
+                a = np.empty(v.shape, dtype=bool)
+                for sl, op, t in self.groups:
+                    op(v[:, sl], t, out=a[:, sl])
+            code = a.view(np.uint8) @ self.weights
+        else:
+            code = np.zeros(len(b), dtype=self.weights.dtype)
+        if self.uses_ex:
+            if ex.ndim == 0:
+                if ex:
+                    code = code + self.weights.dtype.type(1 << m)
+            else:
+                code = code + (ex.astype(self.weights.dtype) << m)
+        return self.pre_table.take(code), self.case_table.take(code, axis=0)
+
+
+def compile_table(checked: CheckedSpec, bindings: Mapping[str, Binding], image_size, max_atoms: int = 16):
+    """The `TableSpec` of ``checked``, or None when it has quantifiers, coordinate-vs-coordinate
+    comparisons or more than ``max_atoms`` distinct comparisons."""
+    gen = _Gen(bindings, image_size, atom_mode=True)
+    try:
+        pre: BoolVal = True
+        for cond in checked.precondition:
+            pre = gen.b_and(pre, gen.value(cond, 0, ()))
+        case_vals = [gen.value(ir, 0, ()) for _, ir in checked.cases]
+    except _NoTableError:
+        return None
+    atoms = gen.atoms
+    if len(atoms) > max_atoms:
+        return None
+    normal = []
+    for i, atom in enumerate(atoms):
+        if atom[0] == "cmp":
+            _, col, op, c = atom
+            sign, group = _NORMAL[op]
+            normal.append((("<=", "<", "==").index(group), i, col, sign, group, sign * c))
+    normal.sort()
+    order = [n[1] for n in normal]
+    ex_atoms = [i for i, atom in enumerate(atoms) if atom[0] == "ex"]
+    position = {atom_i: pos for pos, atom_i in enumerate(order + ex_atoms)}
+    k = len(atoms)
+    cols = np.array([n[2] for n in normal], dtype=np.intp)
+    signs = np.array([n[3] for n in normal])
+    groups = []
+    for g, name in enumerate(("<=", "<", "==")):
+        idx = [j for j, n in enumerate(normal) if n[0] == g]
+        if idx:
+            thresholds = np.array([normal[j][5] for j in idx])
+            groups.append((slice(idx[0], idx[-1] + 1), _GROUP_OPS[name], thresholds))
+    rows = 1 << k
+    bits = (np.arange(rows)[:, None] >> np.arange(max(k, 1))) & 1
+    a = [bits[:, position[i]].astype(bool) for i in range(k)]
+    lines = list(gen.lines)
+    source = "def _bbsl_atoms(a):\n" + "\n".join(lines) + "\n"
+    source += f"    return {_lit(pre)}, [{', '.join(_lit(v) for v in case_vals)}]\n"
+    namespace: dict = {"_np": np}
+    exec(compile(source, f"<bbsl table {checked.source}>", "exec"), namespace)
+    pre_v, case_v = namespace["_bbsl_atoms"](a)
+    pre_table = np.empty(rows, dtype=bool)
+    pre_table[:] = pre_v
+    case_table = np.empty((rows, len(case_v)), dtype=bool)
+    for j, v in enumerate(case_v):
+        case_table[:, j] = v
+    return TableSpec(
+        cols=cols,
+        signs=None if np.all(signs > 0) else signs,
+        groups=tuple(groups),
+        uses_ex=bool(ex_atoms),
+        k=k,
+        weights=(1 << np.arange(len(cols))).astype(np.uint8 if k <= 8 else np.int64),
+        pre_table=pre_table,
+        case_table=case_table,
+    )
+
+
 @dataclass(frozen=True)
 class CompiledSpec:
     """The generated evaluator of one spec under fixed bindings.
@@ -204,13 +344,20 @@ class CompiledSpec:
     set_names: tuple[str, ...]
     source_code: str
     fn: object
+    table: TableSpec | None = None
 
     def __call__(self, x0, y0, x1, y1, ex, sets: Sequence[np.ndarray] = ()):
         return self.fn(x0, y0, x1, y1, ex, sets)
 
+    def evaluate(self, boxes: np.ndarray, ex, sets: Sequence[np.ndarray] = ()) -> tuple[np.ndarray, np.ndarray]:
+        """``(precondition, cases)`` for an ``(n, 4)`` float64 array, by truth table when possible."""
+        if self.table is not None and len(boxes) <= TABLE_MAX_BOXES:
+            return self.table(boxes, ex)
+        return self.fn(boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3], ex, sets)
+
 
 def compile_spec(
-    checked: CheckedSpec, bindings: Mapping[str, Binding], image_size: tuple[float, float]
+    checked: CheckedSpec, bindings: Mapping[str, Binding], image_size: tuple[float, float], use_table: bool = True
 ) -> CompiledSpec:
     """Generate and compile the numpy evaluator of ``checked`` (bindings already resolved and type-checked)."""
     gen = _Gen(bindings, image_size)
@@ -231,4 +378,5 @@ def compile_spec(
     namespace: dict = {"_np": np}
     exec(compile(source, f"<bbsl {checked.source}>", "exec"), namespace)  # generated from the typed IR only
     set_names = tuple(gen.set_args)  # insertion order = argument order
-    return CompiledSpec(checked.case_names, set_names, source, namespace["_bbsl_eval"])
+    table = compile_table(checked, bindings, image_size) if use_table else None
+    return CompiledSpec(checked.case_names, set_names, source, namespace["_bbsl_eval"], table)

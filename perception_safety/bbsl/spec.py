@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from perception_safety.bbsl.ast import Type
-from perception_safety.bbsl.bindings import Binding, FrameBoxes, parse_bindings, resolve_bindings
+from perception_safety.bbsl.bindings import Binding, parse_bindings, resolve_bindings
 from perception_safety.bbsl.errors import BBSLError
 from perception_safety.bbsl.evaluator import CompiledSpec, compile_spec
 from perception_safety.bbsl.parser import parse_file, parse_spec
@@ -57,6 +58,7 @@ class Spec:
         self.checked = checked
         self.image_size = (float(image_size[0]), float(image_size[1]))
         self.bindings = resolve_bindings(checked.exfunctions, checked.used_exfunctions, bindings, checked.source)
+        self._case_names = checked.case_names
         self._compiled: dict[tuple[float, float], CompiledSpec] = {}
         self.compiled = self._compile(self.image_size)
 
@@ -67,7 +69,7 @@ class Spec:
 
     @property
     def case_names(self) -> tuple[str, ...]:
-        return self.checked.case_names
+        return self._case_names
 
     @property
     def source(self) -> str:
@@ -93,8 +95,7 @@ class Spec:
         set_arrays = [
             np.asarray((sets or {}).get(name, b), dtype=np.float64).reshape(-1, 4) for name in compiled.set_names
         ]
-        ex = np.asarray(exists, dtype=bool)
-        return compiled(b[:, 0], b[:, 1], b[:, 2], b[:, 3], ex, set_arrays)
+        return compiled.evaluate(b, np.asarray(exists, dtype=bool), set_arrays)
 
     def cases_for_boxes(self, boxes: np.ndarray, image_size: tuple[float, float] | None = None) -> np.ndarray:
         """Bool matrix ``(n, n_cases)``: case j holds with box i as the subject (precondition ignored)."""
@@ -118,17 +119,27 @@ class Spec:
         A plain ``(n, 4)`` array is taken as the frame's detections.
         """
         if isinstance(frame, Frame):
-            all_boxes = frame.detection_boxes()
-            keep = np.ones(len(all_boxes), dtype=bool)
-            if classes is not None:
-                wanted = set(classes)
-                keep = np.array([d.class_id in wanted for d in frame.detections], dtype=bool)
+            dets = frame.detections
+            if classes is None:
+                sel = dets
+                idx = np.arange(len(dets))
+            else:
+                wanted = frozenset(classes)
+                mask = [d.class_id in wanted for d in dets]
+                sel = [d for d, keep in zip(dets, mask, strict=True) if keep]
+                idx = np.flatnonzero(mask)
+            coords = chain.from_iterable((d.box.x_min, d.box.y_min, d.box.x_max, d.box.y_max) for d in sel)
+            subjects = np.fromiter(coords, dtype=np.float64, count=4 * len(sel)).reshape(-1, 4)
+            all_boxes = subjects if len(sel) == len(dets) else None
         else:
-            all_boxes = np.asarray(frame, dtype=np.float64).reshape(-1, 4)
-            keep = np.ones(len(all_boxes), dtype=bool)
-        idx = np.flatnonzero(keep)
-        subjects = all_boxes[idx]
-        sets = {name: all_boxes for name, b in self.bindings.items() if isinstance(b, FrameBoxes)}
+            subjects = np.asarray(frame, dtype=np.float64).reshape(-1, 4)
+            idx = np.arange(len(subjects))
+            all_boxes = subjects
+        sets = {}
+        if self.compiled.set_names:
+            if all_boxes is None:
+                all_boxes = frame.detection_boxes()
+            sets = {name: all_boxes for name in self.compiled.set_names}
         pre, cases = self.evaluate_boxes(subjects, True, sets, image_size)
         return FrameEvaluation(self.case_names, idx, subjects, pre, cases)
 
