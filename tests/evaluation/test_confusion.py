@@ -286,3 +286,12 @@ def test_class_metrics_of_hand_scene() -> None:
     pp = rows[("pooled", "ped")]
     assert (pp.ground_truth, pp.true_positives, pp.confused, pp.predicted) == (3, 2, 1, 3)
     assert pp.precision == pytest.approx(2 / 3)
+
+
+def test_objects_below_the_first_edge_are_dropped_and_counted() -> None:
+    frame = Frame(0, detections=(det(0, 10, "ped"),), ground_truth=(gt(0, 10, "ped", 3.0), gt(20, 30, "obs", 7.5)))
+    dc = confusion_from_frames([frame], ConfusionConfig(classes=PED_OBS, bin_edges=[5, 10]))
+    assert dc.class_cm[0].tolist() == [[0, 0, 0], [0, 0, 0], [0, 1, 0]]
+    assert dc.report["ground_truth_below_range"] == 1
+    # The dropped object still took part in matching: its detection is not a ghost.
+    assert dc.report["detections_matched_out_of_range"] == 1 and dc.report["detections_unannotated"] == 0
