@@ -1,0 +1,99 @@
+"""`evaluate` end to end on bags made here: same numbers as the analyses called directly, 1 vs N jobs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from perception_safety.cli import main
+from perception_safety.evaluation.confusion import confusion_from_frames
+from perception_safety.evaluation.pcd import compute_pcd
+from perception_safety.evaluation.pcd_samples import samples_from_frames
+from perception_safety.io.bag import write_frames
+from perception_safety.pipeline.evaluate_config import load_evaluate_config
+from perception_safety.verification.errors import VerificationError
+from perception_safety.verification.sweep import run_sweep
+
+
+def evaluate(root, config, out, jobs=1) -> dict:
+    assert main(["evaluate", str(root), "--config", str(config), "--out", str(out), "--jobs", str(jobs)]) == 0
+    return json.loads((out / "results.json").read_text())
+
+
+def test_evaluate_equals_the_analyses_called_directly(recorded_bags, tmp_path):
+    root, frames, config = recorded_bags
+    res = evaluate(root, config, tmp_path / "out")
+    cfg, _ = load_evaluate_config(config)
+    assert res["frames"] == len(frames) == 360
+
+    direct = confusion_from_frames(frames, cfg.confusion)
+    assert res["confusion"]["class_cm"] == direct.class_cm.tolist()
+    assert res["confusion"]["prop_cm"] == direct.prop_cm.tolist()
+    assert res["confusion"]["class_cm_pooled"] == direct.class_cm_pooled.tolist()
+
+    s = samples_from_frames(frames, class_id="pedestrian")
+    pcd = compute_pcd(s.x, s.y, cfg.pcd)
+    got = res["pcd"]["pedestrian"]
+    assert got["n"] == 360
+    assert got["mpcd"] == pytest.approx(pcd.mpcd, abs=1e-9)
+    np.testing.assert_allclose(got["change_points"], pcd.change_points.distances, atol=1e-9)
+
+    expected, skipped = {}, set()
+    for name, env in cfg.verification.true_envs.items():
+        for variant in cfg.verification.variants:
+            one = cfg.verification.model_copy(update={"true_envs": {name: env}, "variants": [variant]})
+            try:
+                sweep = run_sweep(direct, one)
+            except VerificationError:
+                skipped.add(f"{name}/{variant}")
+                continue
+            expected.update(
+                {
+                    (r["variant"], r["true_env"], r["spec"], r["max_speed"], r["initial_speed"]): r["probability"]
+                    for r in sweep.results
+                }
+            )
+    assert skipped == set(res["verification"]["skipped"])
+    assert not any(k.startswith("ped/") for k in skipped)
+    got_v = {
+        (r["variant"], r["true_env"], r["spec"], r["max_speed"], r["initial_speed"]): r["probability"]
+        for r in res["verification"]["results"]
+    }
+    assert got_v.keys() == expected.keys() and len(got_v) > 0
+    assert all(got_v[k] == pytest.approx(v, abs=1e-12) for k, v in expected.items())
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Summary" in html and "data:image/png;base64," in html
+
+
+def test_one_and_two_jobs_give_identical_results(recorded_bags, tmp_path):
+    root, _, config = recorded_bags
+    one = tmp_path / "one"
+    two = tmp_path / "two"
+    evaluate(root, config, one, jobs=1)
+    evaluate(root, config, two, jobs=2)
+    assert (one / "results.json").read_bytes() == (two / "results.json").read_bytes()
+
+
+def test_no_usable_topics_gives_error_and_exit_code(make_frames_like, tmp_path, capsys):
+    from perception_safety.io.bag import BagTopics
+
+    write_frames(tmp_path / "cam_only", make_frames_like, topics=BagTopics(detections="", ground_truth="", ego=""))
+    code = main(["evaluate", str(tmp_path / "cam_only"), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "anchor topic /detections" in err and "cam_only" in err
+
+
+def test_directory_without_bags_is_an_error(tmp_path, capsys):
+    (tmp_path / "empty").mkdir()
+    assert main(["evaluate", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 2
+    assert "no rosbag2 bag found" in capsys.readouterr().err
+
+
+@pytest.fixture
+def make_frames_like():
+    from perception_safety.core import Frame
+
+    return [Frame(i, image=np.zeros((4, 4, 3), np.uint8)) for i in range(3)]
