@@ -22,7 +22,7 @@ verification:
 
 
 def scene_frames(n: int, seed: int) -> list[Frame]:
-    """A pedestrian (and, every other frame, a car) at distances sweeping 2..95 m; detection gets worse with distance."""
+    """A pedestrian (every other frame also a car) at 2..95 m; detection gets worse with distance."""
     rng = np.random.default_rng(seed)
     frames = []
     for i in range(n):
