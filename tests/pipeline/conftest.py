@@ -44,9 +44,10 @@ def scene_frames(n: int, seed: int) -> list[Frame]:
     return frames
 
 
-@pytest.fixture
-def recorded_bags(tmp_path):
+@pytest.fixture(scope="module")
+def recorded_bags(tmp_path_factory):
     """Three bags (mcap, sqlite3, mcap) in one directory, and the frames they hold, in bag order."""
+    tmp_path = tmp_path_factory.mktemp("recorded")
     root = tmp_path / "bags"
     parts = [scene_frames(120, s) for s in (1, 2, 3)]
     for k, (frames, storage) in enumerate(zip(parts, ("mcap", "sqlite3", "mcap"), strict=True)):
@@ -54,3 +55,16 @@ def recorded_bags(tmp_path):
     config = tmp_path / "evaluate.yaml"
     config.write_text(SMALL_CONFIG)
     return root, [f for p in parts for f in p], config
+
+
+@pytest.fixture(scope="module")
+def evaluated(recorded_bags, tmp_path_factory):
+    """`perception-safety evaluate` run once on the recorded bags: (output dir, results.json content)."""
+    import json
+
+    from perception_safety.cli import main
+
+    root, _, config = recorded_bags
+    out = tmp_path_factory.mktemp("evaluated") / "out"
+    assert main(["evaluate", str(root), "--config", str(config), "--out", str(out)]) == 0
+    return out, json.loads((out / "results.json").read_text())

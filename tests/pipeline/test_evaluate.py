@@ -22,9 +22,9 @@ def evaluate(root, config, out, jobs=1) -> dict:
     return json.loads((out / "results.json").read_text())
 
 
-def test_evaluate_equals_the_analyses_called_directly(recorded_bags, tmp_path):
-    root, frames, config = recorded_bags
-    res = evaluate(root, config, tmp_path / "out")
+def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
+    _, frames, config = recorded_bags
+    out, res = evaluated
     cfg, _ = load_evaluate_config(config)
     assert res["frames"] == len(frames) == 360
 
@@ -63,7 +63,7 @@ def test_evaluate_equals_the_analyses_called_directly(recorded_bags, tmp_path):
     }
     assert got_v.keys() == expected.keys() and len(got_v) > 0
     assert all(got_v[k] == pytest.approx(v, abs=1e-12) for k, v in expected.items())
-    html = (tmp_path / "out" / "report.html").read_text()
+    html = (out / "report.html").read_text()
     assert "Summary" in html and "data:image/png;base64," in html
 
 
