@@ -48,11 +48,19 @@ class SyncParams(_Strict):
     max_wait_s: float = Field(default=0.5, ge=0.0)
 
 
+class QosParams(_Strict):
+    """Inputs are reliable (a logger must not lose frames); odometry may be best effort for sensor-style sources."""
+
+    depth: int = Field(default=100, ge=1)
+    reliable_odometry: bool = True
+
+
 class ReturnsLoggerParams(_Strict):
     """Parameters of the node (``config/returns_logger.yaml``); all but running_speed_mps are read-only."""
 
     topics: Topics = Topics()
     sync: SyncParams = SyncParams()
+    qos: QosParams = QosParams()
     log_path: str = "episodes.jsonl"
     episode: str = "episode"
     rollout: str = "monitored"
@@ -64,7 +72,7 @@ class ReturnsLoggerParams(_Strict):
     stale_timeout_s: float = Field(default=2.0, gt=0.0)
 
 
-READ_ONLY = ("topics", "sync", "log_path", "monitor_name", "stop_name", "fsync", "diagnostics_period_s")
+READ_ONLY = ("topics", "sync", "qos", "log_path", "monitor_name", "stop_name", "fsync", "diagnostics_period_s")
 
 
 @dataclass
@@ -147,7 +155,8 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.current: tuple[str, str] | None = None
             self.t = 0
             self.episodes = 0
-            qin, qrel = input_qos(10), output_qos(100)
+            qrel = output_qos(p.qos.depth)
+            qin = qrel if p.qos.reliable_odometry else input_qos(p.qos.depth)
             self.topics = {}
             for key, typ, cb, q in (
                 ("monitor_results", DiagnosticArray, self._on_results, qrel),
