@@ -34,7 +34,10 @@ _FRIENDLY = {
 
 @lru_cache(maxsize=1)
 def _lark() -> Lark:
-    grammar = resources.files("perception_safety.bbsl").joinpath("grammar.lark").read_text(encoding="utf-8")
+    try:
+        grammar = resources.files("perception_safety.bbsl").joinpath("grammar.lark").read_text(encoding="utf-8")
+    except OSError as exc:  # an install without package data
+        raise BBSLError(f"the BBSL grammar is missing from the installation: {exc}", source="grammar.lark") from None
     return Lark(grammar, parser="lalr", lexer="contextual", propagate_positions=True, maybe_placeholders=False)
 
 

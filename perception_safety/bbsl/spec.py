@@ -91,6 +91,12 @@ class Spec:
         b = np.asarray(boxes, dtype=np.float64)
         if b.ndim != 2 or b.shape[1] != 4:
             raise BBSLError(f"expected an (n, 4) array of boxes, got shape {b.shape}", source=self.source)
+        if not (b[:, :2] <= b[:, 2:]).all():  # one pass: false for NaN and for inverted boxes
+            i = int(np.flatnonzero(~(b[:, :2] <= b[:, 2:]).all(axis=1))[0])
+            raise BBSLError(
+                f"box {i} {b[i].tolist()} is NaN or inverted (need x_min <= x_max, y_min <= y_max)",
+                source=self.source,
+            )
         compiled = self.compiled if image_size is None else self._compile((float(image_size[0]), float(image_size[1])))
         set_arrays = [
             np.asarray((sets or {}).get(name, b), dtype=np.float64).reshape(-1, 4) for name in compiled.set_names

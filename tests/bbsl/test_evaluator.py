@@ -283,3 +283,11 @@ def test_large_batches_use_generated_code_with_same_result() -> None:
 
 def test_quantified_spec_has_no_table() -> None:
     assert load_spec(QUANT, {"v": "subject", "all": "frame_boxes"}).compiled.table is None
+
+
+def test_non_finite_or_inverted_boxes_are_errors() -> None:
+    s = spec("s1_stopping_distance.bbsl")
+    with pytest.raises(BBSLError, match=r"box 1 \[0.0, nan, 1.0, 1.0\] is NaN or inverted"):
+        s.cases_for_boxes(np.array([[0, 0, 1, 1], [0, np.nan, 1, 1]]))
+    with pytest.raises(BBSLError, match="box 0 .* inverted"):
+        s.cases_for_boxes(np.array([[5, 0, 1, 1.0]]))
