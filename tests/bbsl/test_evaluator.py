@@ -289,5 +289,5 @@ def test_non_finite_or_inverted_boxes_are_errors() -> None:
     s = spec("s1_stopping_distance.bbsl")
     with pytest.raises(BBSLError, match=r"box 1 \[0.0, nan, 1.0, 1.0\] is NaN or inverted"):
         s.cases_for_boxes(np.array([[0, 0, 1, 1], [0, np.nan, 1, 1]]))
-    with pytest.raises(BBSLError, match="box 0 .* inverted"):
+    with pytest.raises(BBSLError, match=r"box 0 .* inverted"):
         s.cases_for_boxes(np.array([[5, 0, 1, 1.0]]))
