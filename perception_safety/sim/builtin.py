@@ -63,10 +63,12 @@ class BuiltinBackend:
 
     name = "builtin"
 
-    def __init__(self, cfg: ScenarioConfig, options: BuiltinConfig | None = None) -> None:
+    def __init__(
+        self, cfg: ScenarioConfig, options: BuiltinConfig | None = None, renderer: Renderer | None = None
+    ) -> None:
         self.cfg = cfg
         self.options = options or BuiltinConfig()
-        self.renderer = Renderer(cfg, SceneTextures(cfg, self.options.texture_seed))
+        self.renderer = renderer or Renderer(cfg, SceneTextures(cfg, self.options.texture_seed))
         self._state: WorldState = initial_state(cfg)
         self._index = 0
         self._cars = [
@@ -91,7 +93,13 @@ class BuiltinBackend:
     # -- internals ------------------------------------------------------------------------------
     @property
     def state(self) -> WorldState:
+        """The world state (frozen, hashable): equal states render identical observations."""
         return self._state
+
+    def sync_from(self, other: BuiltinBackend) -> None:
+        """Take over another instance's world state and frame index (lockstep rollouts sharing a step)."""
+        self._state = other._state
+        self._index = other._index
 
     def _actors(self) -> list[Actor]:
         s = self._state

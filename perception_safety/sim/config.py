@@ -1,0 +1,84 @@
+"""Model of the ``episodes`` section (``config/episodes.yaml``): scenario, sweep, detector, backends, records."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from perception_safety.evaluation.returns import E1Config, ReturnsConfig
+from perception_safety.io.bag import BagTopics
+from perception_safety.sim.builtin import BuiltinConfig
+from perception_safety.sim.carla_backend import CarlaConfig
+from perception_safety.sim.detector_model import DetectorModelConfig
+from perception_safety.sim.scenario import ScenarioConfig
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PerturbationSpec(_Strict):
+    """One perturbation of the sweep and its intensity levels (None: every level it has)."""
+
+    name: str
+    levels: tuple[int, ...] | None = None
+
+
+class ScenarioVariant(_Strict):
+    """A named variant of ``scenario``: keys given in ``overrides`` replace the base values (deep merge)."""
+
+    name: str = "crossing"
+    overrides: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecordConfig(_Strict):
+    """What each rollout leaves on disk besides its episode log."""
+
+    bags: bool = True
+    storage: Literal["mcap", "sqlite3"] = "mcap"
+    image_stride: int = Field(default=5, ge=0, description="camera image every n-th frame in the bag; 0 = none")
+    image_scale: float = Field(default=0.5, gt=0.0, le=1.0, description="camera images are resized by this factor")
+    topics: BagTopics = BagTopics()
+
+
+def _default_returns() -> ReturnsConfig:
+    return ReturnsConfig(e1=E1Config(classes=("pedestrian",)))
+
+
+class EpisodesConfig(_Strict):
+    """The ``episodes`` section."""
+
+    seed: int = 0
+    scenario: ScenarioConfig = ScenarioConfig()
+    scenarios: tuple[ScenarioVariant, ...] = (ScenarioVariant(),)
+    perturbations: tuple[PerturbationSpec, ...] | None = Field(
+        default=None, description="None: every perturbation of perception_safety.monitors.perturbations, every level"
+    )
+    include_clean: bool = Field(default=False, description="add one unperturbed episode per scenario")
+    detector: DetectorModelConfig = DetectorModelConfig()
+    builtin: BuiltinConfig = BuiltinConfig()
+    carla: CarlaConfig = CarlaConfig()
+    record: RecordConfig = RecordConfig()
+    returns: ReturnsConfig = Field(default_factory=_default_returns)
+    monitors_file: Path | None = Field(
+        default=None, description="YAML with a 'monitors' section; None: that section of this file, else defaults"
+    )
+    latch_brake: bool = Field(default=True, description="once braking, the ego keeps braking (emergency stop)")
+    end_when_stopped: bool = Field(
+        default=True, description="a rollout ends when the ego has stopped or collided (paper: the episode ends)"
+    )
+
+
+def load_episodes_config(path: str | Path | None) -> EpisodesConfig:
+    """Load the ``episodes`` section; a relative ``monitors_file`` is resolved against the config's folder."""
+    from perception_safety.io.config import load_model
+
+    cfg = load_model(path, EpisodesConfig, section="episodes")
+    if path is not None and cfg.monitors_file is not None and not cfg.monitors_file.is_absolute():
+        cfg = cfg.model_copy(update={"monitors_file": Path(path).parent / cfg.monitors_file})
+    if path is not None and cfg.detector.confusion_file is not None and not cfg.detector.confusion_file.is_absolute():
+        det = cfg.detector.model_copy(update={"confusion_file": Path(path).parent / cfg.detector.confusion_file})
+        cfg = cfg.model_copy(update={"detector": det})
+    return cfg

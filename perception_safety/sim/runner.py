@@ -1,0 +1,571 @@
+"""Episode runner: scenario x perturbation x intensity, three aligned rollouts each, SG/RH/AC (E1, E2).
+
+For every episode the three rollouts of the SG/RH/AC paper (Section III-B) run with identical seeds:
+``perception`` (f: the simulated detector drives the stop rule), ``monitored`` (f with m_f: a monitor
+alarm also brakes) and ``ground_truth`` (f*: ground truth drives the stop rule). The runtime monitor
+is evaluated and logged in all three; it acts only in ``monitored``. Each rollout is written as an
+episode log record set and a rosbag2; an episode's files appear atomically (written under a
+temporary name, renamed when complete), which is what ``resume`` relies on.
+
+On the builtin backend the rollouts advance in lockstep and share every frame whose world state
+and control history coincide (rendering, perturbation and detection run once per distinct state);
+on CARLA they run one after another on the server.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+
+from perception_safety.core.types import Frame
+from perception_safety.errors import PerceptionSafetyError
+from perception_safety.evaluation.returns import (
+    E2Config,
+    align,
+    e1_metrics,
+    e2_metrics,
+)
+from perception_safety.io.episode_log import ROLLOUTS, EpisodeLogWriter, EpisodeStep, read_episode_log
+from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
+from perception_safety.monitors.config import MonitorsConfig, load_monitors_config
+from perception_safety.monitors.perturbations import PERTURBATIONS, frame_seed, perturb
+from perception_safety.sim.builtin import BuiltinBackend
+from perception_safety.sim.config import EpisodesConfig
+from perception_safety.sim.detector_model import DetectorModel, ground_truth_detections
+from perception_safety.sim.render import Renderer, SceneTextures
+from perception_safety.sim.scenario import Backend, Control, Observation, ScenarioConfig
+
+PERCEPTION, MONITORED, GROUND_TRUTH = ROLLOUTS
+CLEAN = "none"
+LOGS_DIR = "logs"
+BAGS_DIR = "bags"
+RESULTS_FILE = "results.json"
+
+
+class EpisodeRunError(PerceptionSafetyError):
+    """The sweep cannot run as configured (unknown perturbation, output folder in use, ...)."""
+
+
+# ------------------------------------------------------------------------------------ planning
+
+
+@dataclass(frozen=True)
+class EpisodeSpec:
+    """One episode of the sweep: scenario variant, perturbation, intensity level and seed."""
+
+    index: int
+    episode_id: str
+    scenario_name: str
+    scenario: ScenarioConfig
+    perturbation: str
+    level: int
+    seed: int
+
+
+def _deep_merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _deep_merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def plan_episodes(cfg: EpisodesConfig) -> list[EpisodeSpec]:
+    """Every (scenario variant, perturbation, level) of the config, in a fixed order with fixed ids and seeds."""
+    grid: list[tuple[str, int]] = []
+    if cfg.include_clean:
+        grid.append((CLEAN, 0))
+    if cfg.perturbations is None:
+        grid += [(name, lv) for name, kind in PERTURBATIONS.items() for lv in range(1, kind.levels + 1)]
+    else:
+        for i, p in enumerate(cfg.perturbations):
+            kind = PERTURBATIONS.get(p.name)
+            if kind is None:
+                raise EpisodeRunError(
+                    f"episodes.perturbations[{i}].name: unknown perturbation {p.name!r} "
+                    f"(known: {', '.join(PERTURBATIONS)})"
+                )
+            levels = p.levels if p.levels is not None else tuple(range(1, kind.levels + 1))
+            for lv in levels:
+                if not 0 <= lv <= kind.levels:
+                    raise EpisodeRunError(
+                        f"episodes.perturbations[{i}].levels: {p.name} has levels 1..{kind.levels}, got {lv}"
+                    )
+                grid.append((p.name, lv))
+    base = cfg.scenario.model_dump()
+    specs = []
+    names = [v.name for v in cfg.scenarios]
+    if len(set(names)) != len(names):
+        raise EpisodeRunError(f"episodes.scenarios: duplicate names {names}")
+    for variant in cfg.scenarios:
+        try:
+            scen = ScenarioConfig.model_validate(_deep_merge(base, variant.overrides))
+        except ValueError as exc:
+            raise EpisodeRunError(f"episodes.scenarios[{variant.name}].overrides: {exc}") from exc
+        for name, lv in grid:
+            i = len(specs)
+            eid = f"{i:03d}-{variant.name}-{name}-{lv}"
+            specs.append(EpisodeSpec(i, eid, variant.name, scen, name, lv, cfg.seed * 100_003 + i))
+    return specs
+
+
+# ------------------------------------------------------------------------------------ one rollout
+
+
+@dataclass
+class StageTimes:
+    """Seconds spent per stage (render includes kinematics and ground truth)."""
+
+    render: float = 0.0
+    perturb: float = 0.0
+    detect: float = 0.0
+    monitor: float = 0.0
+    record: float = 0.0
+    frames: int = 0
+
+    def add(self, other: StageTimes) -> None:
+        for k in ("render", "perturb", "detect", "monitor", "record", "frames"):
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in ("render", "perturb", "detect", "monitor", "record", "frames")}
+
+
+@dataclass
+class _Rollout:
+    """Per-rollout state: its monitor, braking latch, recorded steps and bag frames."""
+
+    name: str
+    monitor: CompositeMonitor
+    braking: bool = False
+    done: bool = False
+    end_reason: str = ""
+    steps: list[EpisodeStep] = field(default_factory=list)
+    bag_frames: list[Frame] = field(default_factory=list)
+    collided: bool = False
+    first_alarm: int | None = None
+    first_stop: int | None = None
+
+
+class EpisodeEngine:
+    """Runs episodes in one process; keeps the renderer, detector and monitor configs between episodes."""
+
+    def __init__(self, cfg: EpisodesConfig, backend: str = "builtin", monitors: MonitorsConfig | None = None) -> None:
+        if backend not in ("builtin", "carla"):
+            raise EpisodeRunError(f"--backend: expected 'builtin' or 'carla', got {backend!r}")
+        self.cfg = cfg
+        self.backend_name = backend
+        self.monitors = monitors or MonitorsConfig()
+        self._renderers: dict[str, Renderer] = {}
+        self._carla: Any = None
+        self.times = StageTimes()
+
+    # -- backends ---------------------------------------------------------------------------------
+    def _renderer(self, scen: ScenarioConfig) -> Renderer:
+        key = scen.model_dump_json() + str(self.cfg.builtin.texture_seed)
+        if key not in self._renderers:
+            self._renderers[key] = Renderer(scen, SceneTextures(scen, self.cfg.builtin.texture_seed))
+        return self._renderers[key]
+
+    def _builtin(self, scen: ScenarioConfig) -> BuiltinBackend:
+        return BuiltinBackend(scen, self.cfg.builtin, renderer=self._renderer(scen))
+
+    def close(self) -> None:
+        if self._carla is not None:
+            self._carla.close()
+            self._carla = None
+
+    # -- one episode ------------------------------------------------------------------------------
+    def run(self, spec: EpisodeSpec) -> tuple[dict[str, _Rollout], StageTimes]:
+        """The three rollouts of one episode (nothing written)."""
+        times = StageTimes()
+        det = DetectorModel(
+            self.cfg.detector,
+            focal_px=_focal(spec.scenario),
+            image_size=(spec.scenario.camera.width, spec.scenario.camera.height),
+        )
+        rollouts = {r: _Rollout(r, build_runtime_monitor(self.monitors)) for r in ROLLOUTS}
+        if self.backend_name == "builtin":
+            self._run_lockstep(spec, rollouts, det, times)
+        else:
+            self._run_sequential(spec, rollouts, det, times)
+        self.times.add(times)
+        return rollouts, times
+
+    def _perturbed(self, spec: EpisodeSpec, obs: Observation) -> np.ndarray:
+        if spec.perturbation == CLEAN or spec.level == 0:
+            return obs.image
+        return perturb(obs.image, spec.perturbation, spec.level, frame_seed(spec.seed, obs.index, spec.perturbation))
+
+    def _run_lockstep(self, spec: EpisodeSpec, rollouts: dict[str, _Rollout], det: DetectorModel,
+                      times: StageTimes) -> None:
+        scen = spec.scenario
+        backends = {r: self._builtin(scen) for r in ROLLOUTS}
+        t0 = time.perf_counter()
+        first = backends[PERCEPTION].reset(spec.seed)
+        for r in (MONITORED, GROUND_TRUTH):
+            backends[r].reset(spec.seed)
+        times.render += time.perf_counter() - t0
+        obs = dict.fromkeys(ROLLOUTS, first)
+        controls: dict[str, Control] = {}
+        for t in range(scen.frames):
+            live = [r for r in ROLLOUTS if not rollouts[r].done]
+            if not live:
+                break
+            if t > 0:
+                # one simulation step per distinct (world state, control)
+                t0 = time.perf_counter()
+                cache: dict[tuple[Any, Control], tuple[Observation, BuiltinBackend]] = {}
+                for r in live:
+                    key = (backends[r].state, controls[r])
+                    if key not in cache:
+                        cache[key] = (backends[r].step(controls[r]), backends[r])
+                    else:
+                        backends[r].sync_from(cache[key][1])
+                    obs[r] = cache[key][0]
+                times.render += time.perf_counter() - t0
+            perturbed: dict[int, np.ndarray] = {}
+            detections: dict[int, Any] = {}
+            for r in live:
+                o = obs[r]
+                t0 = time.perf_counter()
+                if id(o) not in perturbed:
+                    perturbed[id(o)] = self._perturbed(spec, o)
+                img = perturbed[id(o)]
+                t1 = time.perf_counter()
+                times.perturb += t1 - t0
+                if r == GROUND_TRUTH:
+                    dets = ground_truth_detections(o.ground_truth)
+                else:
+                    if id(o) not in detections:
+                        detections[id(o)] = det.detect(o.ground_truth, o.image, img, spec.seed, o.index)
+                    dets = detections[id(o)]
+                times.detect += time.perf_counter() - t1
+                controls[r] = self._judge(spec, rollouts[r], o, img, dets, times)
+            times.frames += 1
+
+    def _run_sequential(self, spec: EpisodeSpec, rollouts: dict[str, _Rollout], det: DetectorModel,
+                        times: StageTimes) -> None:
+        if self._carla is None:
+            from perception_safety.sim.carla_backend import CarlaBackend
+
+            self._carla = CarlaBackend(spec.scenario, self.cfg.carla)
+        backend: Backend = self._carla
+        backend.cfg = spec.scenario  # type: ignore[attr-defined]
+        for r in ROLLOUTS:
+            roll = rollouts[r]
+            t0 = time.perf_counter()
+            o = backend.reset(spec.seed)
+            times.render += time.perf_counter() - t0
+            control = Control.DRIVE
+            for t in range(spec.scenario.frames):
+                if t > 0:
+                    t0 = time.perf_counter()
+                    o = backend.step(control)
+                    times.render += time.perf_counter() - t0
+                t0 = time.perf_counter()
+                img = self._perturbed(spec, o)
+                t1 = time.perf_counter()
+                times.perturb += t1 - t0
+                dets = ground_truth_detections(o.ground_truth) if r == GROUND_TRUTH else det.detect(
+                    o.ground_truth, o.image, img, spec.seed, o.index
+                )
+                times.detect += time.perf_counter() - t1
+                control = self._judge(spec, roll, o, img, dets, times)
+                times.frames += 1
+                if roll.done:
+                    break
+
+    def _judge(self, spec: EpisodeSpec, roll: _Rollout, o: Observation, img: np.ndarray, dets: Any,
+               times: StageTimes) -> Control:
+        """Monitor, stop rule and planner for one rollout frame; records the step; returns the next control."""
+        t0 = time.perf_counter()
+        frame = Frame(o.stamp_ns, tuple(dets), o.ground_truth, o.ego, img, "camera")
+        verdict = roll.monitor.evaluate(frame)
+        stop_rule = _stop_rule(self.monitors)
+        stop_request = stop_rule.update(frame).alarm
+        alarm = verdict.combined.alarm
+        want = stop_request or (roll.name == MONITORED and alarm)
+        roll.braking = (roll.braking and self.cfg.latch_brake) or want
+        t1 = time.perf_counter()
+        times.monitor += t1 - t0
+        if alarm and roll.first_alarm is None:
+            roll.first_alarm = o.index
+        if roll.braking and roll.first_stop is None:
+            roll.first_stop = o.index
+        running = o.ego.speed > 0.0
+        roll.collided = roll.collided or o.collision
+        roll.steps.append(
+            EpisodeStep(
+                t=o.index,
+                running=running,
+                collision=o.collision,
+                stop=roll.braking,
+                alarm=alarm,
+                frame=Frame(o.stamp_ns, frame.detections, frame.ground_truth, frame.ego, None, "camera"),
+                reasons=verdict.combined.reasons,
+                values=dict(verdict.combined.values),
+            )
+        )
+        rec = self.cfg.record
+        if rec.bags:
+            keep_image = rec.image_stride > 0 and o.index % rec.image_stride == 0
+            image = _scaled(img, rec.image_scale) if keep_image else None
+            roll.bag_frames.append(Frame(o.stamp_ns, frame.detections, frame.ground_truth, frame.ego, image, "camera"))
+        times.record += time.perf_counter() - t1
+        last = o.index >= spec.scenario.frames - 1
+        if o.collided and self.cfg.end_when_stopped:
+            roll.done, roll.end_reason = True, "collision"
+        elif self.cfg.end_when_stopped and roll.braking and not running:
+            roll.done, roll.end_reason = True, "stopped"
+        elif last:
+            roll.done, roll.end_reason = True, "horizon"
+        return Control.BRAKE if roll.braking else Control.DRIVE
+
+
+_STOP_RULES: dict[str, Any] = {}
+
+
+def _stop_rule(monitors: MonitorsConfig) -> Any:
+    key = monitors.model_dump_json()
+    if key not in _STOP_RULES:
+        _STOP_RULES[key] = build_stop_rule(monitors)
+    return _STOP_RULES[key]
+
+
+def _focal(scen: ScenarioConfig) -> float:
+    from perception_safety.sim.camera import Intrinsics
+
+    return Intrinsics.from_fov(scen.camera.width, scen.camera.height, scen.camera.fov_deg).fx
+
+
+def _scaled(img: np.ndarray, scale: float) -> np.ndarray:
+    if scale >= 1.0:
+        return img
+    h, w = img.shape[:2]
+    return cv2.resize(img, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
+
+
+# ------------------------------------------------------------------------------------ files
+
+
+def episode_log_path(out: Path, spec: EpisodeSpec) -> Path:
+    return out / LOGS_DIR / f"{spec.episode_id}.jsonl"
+
+
+def episode_meta(spec: EpisodeSpec, backend: str, roll: _Rollout) -> dict[str, Any]:
+    """Everything needed to re-run or group an episode (no wall-clock values: logs are byte-reproducible)."""
+    return {
+        "index": spec.index,
+        "scenario": spec.scenario_name,
+        "perturbation": spec.perturbation,
+        "level": spec.level,
+        "seed": spec.seed,
+        "backend": backend,
+        "fps": spec.scenario.fps,
+        "frames": spec.scenario.frames,
+        "first_alarm": roll.first_alarm,
+        "first_stop": roll.first_stop,
+    }
+
+
+def write_episode(out: Path, spec: EpisodeSpec, rollouts: dict[str, _Rollout], cfg: EpisodesConfig,
+                  backend: str) -> Path:
+    """Write the episode's bags and log under temporary names, then rename: the log appears last and whole."""
+    log = episode_log_path(out, spec)
+    tmp_log = log.with_name(f".{log.name}.tmp")
+    bag_dir = out / BAGS_DIR / spec.episode_id
+    tmp_bags = bag_dir.with_name(f".{bag_dir.name}.tmp")
+    for stale in (tmp_log, tmp_bags, bag_dir):
+        _remove(stale)
+    if cfg.record.bags:
+        from perception_safety.io.bag import write_frames
+
+        tmp_bags.mkdir(parents=True)
+        for r, roll in rollouts.items():
+            write_frames(tmp_bags / r, roll.bag_frames, storage=cfg.record.storage, topics=cfg.record.topics)
+        tmp_bags.rename(bag_dir)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with EpisodeLogWriter(tmp_log) as writer:
+        for r, roll in rollouts.items():
+            writer.write_episode(spec.episode_id, r, roll.steps, episode_meta(spec, backend, roll), roll.end_reason)
+    tmp_log.rename(log)
+    return log
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+# ------------------------------------------------------------------------------------ sweep
+
+
+_WORKER: EpisodeEngine | None = None
+
+
+def _worker_init(cfg: EpisodesConfig, backend: str, monitors: MonitorsConfig) -> None:
+    global _WORKER
+    _WORKER = EpisodeEngine(cfg, backend, monitors)
+
+
+def _worker_run(spec: EpisodeSpec, out: str) -> dict[str, float]:
+    assert _WORKER is not None
+    rollouts, times = _WORKER.run(spec)
+    t0 = time.perf_counter()
+    write_episode(Path(out), spec, rollouts, _WORKER.cfg, _WORKER.backend_name)
+    times.record += time.perf_counter() - t0
+    return times.as_dict()
+
+
+@dataclass
+class SweepReport:
+    """What a sweep did: episodes run and skipped, stage times, the results file."""
+
+    planned: int
+    ran: int
+    skipped: int
+    seconds: float
+    times: StageTimes
+    results_path: Path
+    results: dict[str, Any]
+
+
+def monitors_for(cfg: EpisodesConfig, config_path: str | Path | None) -> MonitorsConfig:
+    """The runtime monitor config: ``monitors_file``, else the ``monitors`` section of the episodes file."""
+    if cfg.monitors_file is not None:
+        return load_monitors_config(cfg.monitors_file)
+    return load_monitors_config(config_path)
+
+
+def run_sweep(
+    cfg: EpisodesConfig,
+    out: str | Path,
+    backend: str = "builtin",
+    jobs: int = 1,
+    resume: bool = False,
+    monitors: MonitorsConfig | None = None,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> SweepReport:
+    """Run every planned episode not yet finished (with ``resume``), then compute SG/RH/AC into results.json."""
+    out = Path(out)
+    monitors = monitors or MonitorsConfig()
+    specs = plan_episodes(cfg)
+    logs_dir = out / LOGS_DIR
+    done = {p.stem for p in logs_dir.glob("*.jsonl")} if logs_dir.is_dir() else set()
+    if done and not resume:
+        raise EpisodeRunError(
+            f"{out}: already holds {len(done)} finished episode(s); pass --resume to continue, or choose a new --out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in list(logs_dir.glob(".*.tmp")) + list((out / BAGS_DIR).glob(".*.tmp")):
+        _remove(stale)
+    todo = [s for s in specs if s.episode_id not in done]
+    t_start = time.perf_counter()
+    times = StageTimes()
+    if progress:
+        progress(len(specs) - len(todo), len(specs), "")
+    finished = len(specs) - len(todo)
+    if todo and (jobs <= 1 or backend == "carla"):
+        engine = EpisodeEngine(cfg, backend, monitors)
+        try:
+            for spec in todo:
+                rollouts, t = engine.run(spec)
+                t0 = time.perf_counter()
+                write_episode(out, spec, rollouts, cfg, backend)
+                t.record += time.perf_counter() - t0
+                times.add(t)
+                finished += 1
+                if progress:
+                    progress(finished, len(specs), spec.episode_id)
+        finally:
+            engine.close()
+    elif todo:
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(cfg, backend, monitors)) as pool:
+            pending: set[Future[dict[str, float]]] = set()
+            names: dict[Future[dict[str, float]], str] = {}
+            for spec in todo:
+                fut = pool.submit(_worker_run, spec, str(out))
+                pending.add(fut)
+                names[fut] = spec.episode_id
+            while pending:
+                complete, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in complete:
+                    part = fut.result()
+                    t = StageTimes(**{k: v for k, v in part.items() if k != "frames"}, frames=int(part["frames"]))
+                    times.add(t)
+                    finished += 1
+                    if progress:
+                        progress(finished, len(specs), names[fut])
+    results = summarize(out, specs, cfg)
+    results_path = out / RESULTS_FILE
+    tmp = results_path.with_name(f".{RESULTS_FILE}.tmp")
+    tmp.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.rename(results_path)
+    return SweepReport(len(specs), len(todo), len(specs) - len(todo), time.perf_counter() - t_start, times,
+                       results_path, results)
+
+
+# ------------------------------------------------------------------------------------ SG/RH/AC
+
+
+def summarize(out: Path, specs: Iterable[EpisodeSpec], cfg: EpisodesConfig) -> dict[str, Any]:
+    """SG/RH/AC for E1 and E2, overall and per perturbation, from the episode logs in ``out``."""
+    specs = list(specs)
+    episodes = []
+    for spec in specs:
+        path = episode_log_path(out, spec)
+        if not path.exists():
+            raise EpisodeRunError(f"{path}: episode log missing; re-run with --resume")
+        episodes.extend(read_episode_log(path))
+    horizon = max((s.scenario.frames for s in specs), default=2)
+    e2cfg = E2Config(horizon=cfg.returns.e2.horizon or horizon, collision_once=cfg.returns.e2.collision_once)
+    groups: dict[str, list[str]] = {"overall": [s.episode_id for s in specs]}
+    for s in specs:
+        groups.setdefault(s.perturbation, []).append(s.episode_id)
+    per_group: dict[str, Any] = {}
+    for name, ids in groups.items():
+        keep = set(ids)
+        aligned = align(e for e in episodes if e.episode in keep)
+        e1_eps = [e for e in aligned.by_rollout.get(cfg.returns.e1.rollout, ()) if e.steps]
+        e1 = e1_metrics(e1_eps, cfg.returns.e1)
+        e2 = e2_metrics(aligned.triples, e2cfg)
+        per_group[name] = {
+            "episodes": len(ids),
+            "E1": {"frames": e1.frames.as_dict(), "episodes": e1.episodes.as_dict(), "counts": e1.counts.as_dict()},
+            "E2": {"frames": e2.frames.as_dict(), "episodes": e2.episodes.as_dict()},
+        }
+    rows = []
+    aligned = align(episodes)
+    for p, m, g in aligned.triples:
+        meta = p.meta
+        rows.append({
+            "episode": p.episode,
+            "scenario": meta.get("scenario"),
+            "perturbation": meta.get("perturbation"),
+            "level": meta.get("level"),
+            "collided": {e.rollout: any(s.collision for s in e.steps) for e in (p, m, g)},
+            "running_frames": {e.rollout: sum(1 for s in e.steps if s.running) for e in (p, m, g)},
+            "first_alarm": {e.rollout: e.meta.get("first_alarm") for e in (p, m, g)},
+            "first_stop": {e.rollout: e.meta.get("first_stop") for e in (p, m, g)},
+            "end": {e.rollout: e.end_reason for e in (p, m, g)},
+        })
+    return {
+        "format": "perception_safety.episodes/1",
+        "note": "SG/RH/AC per eq. 7-9 of the SG/RH/AC paper; E1 eq. 14-15 on the rollout named in e1_rollout, "
+        "E2 eq. 16-17 (frames: every t; episodes: returns from x_0). hazard_f = SG + RH (eq. 6).",
+        "e1_rollout": cfg.returns.e1.rollout,
+        "horizon": e2cfg.horizon,
+        "metrics": per_group,
+        "episodes": rows,
+    }
