@@ -126,3 +126,11 @@ def test_mismatched_bins_are_an_error(tmp_path: Path, dataset: tuple[Path, Path]
     assert main(["confusion", str(data), "--config", str(cfg), "--out", str(one), "--no-plots"]) == 0
     rc = main(["confusion", str(one / "confusion.json"), str(REFERENCE), "--out", str(tmp_path / "x"), "--no-plots"])
     assert rc == 2 and "bin_edges" in capsys.readouterr().err
+
+
+def test_progress_wrapper_passes_every_frame_through() -> None:
+    from perception_safety.commands.confusion import _progress
+
+    frames = hand_scene() * 400  # crosses the 512-frame update step
+    assert list(_progress(iter(frames), "scene", enabled=True)) == frames
+    assert list(_progress(iter(frames), "scene", enabled=False)) == frames
