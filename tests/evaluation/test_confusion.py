@@ -144,12 +144,19 @@ def test_merge_equals_single_pass() -> None:
 CLASSES = ("ped", "obs")
 
 
-def reference_counts(frames: list[Frame], edges: list[float], thr: float, class_aware: bool):
+def reference_counts(
+    frames: list[Frame],
+    edges: list[float],
+    thr: float,
+    class_aware: bool,
+    classes: tuple[str, ...] = CLASSES,
+    prop_order: tuple[tuple[str, ...], ...] = (("ped",), ("obs",), ("obs", "ped"), ()),
+):
     k = len(edges) - 1
-    labels = [("ped",), ("obs",), ("obs", "ped"), ()]
-    idx = {frozenset(s): i for i, s in enumerate(labels)}
-    cls = np.zeros((k, 3, 3), dtype=int)
-    prop = np.zeros((k, 4, 4), dtype=int)
+    idx = {frozenset(s): i for i, s in enumerate(prop_order)}
+    names = (*classes, "empty")
+    cls = np.zeros((k, len(names), len(names)), dtype=int)
+    prop = np.zeros((k, len(prop_order), len(prop_order)), dtype=int)
     for f in frames:
         m = match_boxes(
             f.detection_boxes(),
@@ -166,17 +173,17 @@ def reference_counts(frames: list[Frame], edges: list[float], thr: float, class_
                 if not edges[b] <= g.distance < edges[b + 1]:
                     continue
                 p = f.detections[det_of[gi]].class_id if gi in det_of else "empty"
-                cls[b, (*CLASSES, "empty").index(p), (*CLASSES, "empty").index(g.class_id)] += 1
+                cls[b, names.index(p), names.index(g.class_id)] += 1
                 true_set.add(g.class_id)
                 if p != "empty":
                     pred_set.add(p)
             if not true_set:
-                cls[b, 2, 2] += 1
+                cls[b, -1, -1] += 1
             prop[b, idx[frozenset(pred_set)], idx[frozenset(true_set)]] += 1
     return cls, prop
 
 
-def random_frames(rng: np.random.Generator, n: int, max_dist: float) -> list[Frame]:
+def random_frames(rng: np.random.Generator, n: int, max_dist: float, classes: tuple[str, ...] = CLASSES) -> list[Frame]:
     """Clustered boxes so that many frames have several admissible pairs per box."""
     frames = []
     for i in range(n):
@@ -186,12 +193,12 @@ def random_frames(rng: np.random.Generator, n: int, max_dist: float) -> list[Fra
             cx, cy = centres[rng.integers(len(centres))] + rng.normal(0, 3, 2)
             w, h = rng.uniform(5, 20, 2)
             box = Box(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-            gts.append(GroundTruthObject(box, str(rng.choice(CLASSES)), float(rng.uniform(0, max_dist))))
+            gts.append(GroundTruthObject(box, str(rng.choice(classes)), float(rng.uniform(0, max_dist))))
         for _ in range(int(rng.integers(0, 7))):
             cx, cy = centres[rng.integers(len(centres))] + rng.normal(0, 3, 2)
             w, h = rng.uniform(5, 20, 2)
             box = Box(cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2)
-            dets.append(Detection(box, str(rng.choice(CLASSES)), 0.5))
+            dets.append(Detection(box, str(rng.choice(classes)), 0.5))
         frames.append(Frame(i, tuple(dets), tuple(gts)))
     return frames
 
@@ -295,3 +302,17 @@ def test_objects_below_the_first_edge_are_dropped_and_counted() -> None:
     assert dc.report["ground_truth_below_range"] == 1
     # The dropped object still took part in matching: its detection is not a ghost.
     assert dc.report["detections_matched_out_of_range"] == 1 and dc.report["detections_unannotated"] == 0
+
+
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 2**31), class_aware=st.booleans())
+def test_three_classes_equal_per_frame_reference(seed: int, class_aware: bool) -> None:
+    classes = ("a", "b", "c")
+    order = (("a",), ("b",), ("c",), ("a", "b"), ("a", "c"), ("b", "c"), ("a", "b", "c"), ())
+    frames = random_frames(np.random.default_rng(seed), 40, 30.0, classes)
+    cfg = ConfusionConfig(classes={c: [c] for c in classes}, bin_edges=[0, 10, 20, 30], class_aware=class_aware)
+    dc = confusion_from_frames(frames, cfg)
+    assert dc.prop_labels == ("a", "b", "c", "a,b", "a,c", "b,c", "a,b,c", "empty")
+    cls, prop = reference_counts(frames, [0, 10, 20, 30], 0.5, class_aware, classes, order)
+    assert dc.class_cm.tolist() == cls.tolist()
+    assert dc.prop_cm.tolist() == prop.tolist()
