@@ -1,0 +1,42 @@
+"""The safety monitor alone: ``ros2 launch perception_safety monitors.launch.py image_topic:=/cam``.
+
+Parameters come from ``config/safety_monitor.yaml`` (``params_file:=`` to use another); the input topics are
+remapped from the launch arguments. ``use_shm_profile:=true`` selects the Fast DDS profile with a 64 MB
+shared-memory segment for full-HD images (it restricts UDP to loopback: single-machine set-ups only).
+"""
+
+import os
+
+from ament_index_python.packages import get_package_share_directory
+from launch.actions import DeclareLaunchArgument, SetEnvironmentVariable
+from launch.conditions import IfCondition
+from launch.substitutions import LaunchConfiguration
+from launch_ros.actions import Node
+
+from launch import LaunchDescription
+
+
+def generate_launch_description():
+    share = get_package_share_directory("perception_safety")
+    profile = os.path.join(share, "config", "fastdds_loopback_shm.xml")
+    return LaunchDescription([
+        DeclareLaunchArgument("image_topic", default_value="/camera/image_raw"),
+        DeclareLaunchArgument("detections_topic", default_value="/detections"),
+        DeclareLaunchArgument("params_file", default_value=os.path.join(share, "config", "safety_monitor.yaml")),
+        DeclareLaunchArgument("use_shm_profile", default_value="false"),
+        SetEnvironmentVariable("FASTDDS_DEFAULT_PROFILES_FILE", profile,
+                               condition=IfCondition(LaunchConfiguration("use_shm_profile"))),
+        SetEnvironmentVariable("FASTRTPS_DEFAULT_PROFILES_FILE", profile,
+                               condition=IfCondition(LaunchConfiguration("use_shm_profile"))),
+        Node(
+            package="perception_safety",
+            executable="safety_monitor",
+            name="safety_monitor",
+            output="screen",
+            parameters=[LaunchConfiguration("params_file")],
+            remappings=[
+                ("/camera/image_raw", LaunchConfiguration("image_topic")),
+                ("/detections", LaunchConfiguration("detections_topic")),
+            ],
+        ),
+    ])
