@@ -32,6 +32,10 @@ from perception_safety.bbsl.errors import BBSLError
 from perception_safety.bbsl.typecheck import IR, CheckedSpec, IAnd, IBound, IConst, IExf, INot, IOr, IProj, IQuant, IRel
 
 
+class AnalysisUnsupportedError(BBSLError):
+    """The spec is well-formed but uses a construct the SMT encoding does not cover (sets, quantifiers)."""
+
+
 @dataclass(frozen=True)
 class AnalysisResult:
     """Verdicts of Definition 10 and their counterexamples (JSON-ready via `to_dict`)."""
@@ -85,7 +89,7 @@ class _Encoder:
             self.domain += [a >= 0, a <= c, c <= self.w, b >= 0, b <= d, d <= self.h]
             val = ((a, c), (b, d))
         else:
-            raise BBSLError(
+            raise AnalysisUnsupportedError(
                 f"analysis: unbound exfunction '{name}()' of type {typ} is not supported", source=self.source
             )
         self.symbols[name] = val
@@ -107,9 +111,9 @@ class _Encoder:
             if isinstance(b, ImageBox):
                 return ((_real(0.0), self.w), (_real(0.0), self.h))
             if isinstance(b, FrameBoxes):
-                raise BBSLError("analysis of set<bb> exfunctions is not supported", source=self.source)
+                raise AnalysisUnsupportedError("analysis of set<bb> exfunctions is not supported", source=self.source)
         if isinstance(node, IBound | IQuant):
-            raise BBSLError("analysis of quantifiers over set<bb> is not supported", source=self.source)
+            raise AnalysisUnsupportedError("analysis of quantifiers over set<bb> is not supported", source=self.source)
         if isinstance(node, IProj):
             bx, by = self.enc(node.arg)
             lo, hi = bx if node.axis == "x" else by

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from perception_safety.bbsl.analysis import analyse
+from perception_safety.bbsl.analysis import AnalysisUnsupportedError, analyse
 from perception_safety.bbsl.bindings import Binding, parse_bind_option
 from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.bbsl.errors import BBSLError
@@ -84,7 +84,14 @@ def _box(text: str) -> list[float]:
 def run_check(args) -> int:
     _, bindings, size = _setup(args)
     checked = check_source(Path(args.spec))
-    result = analyse(checked, bindings, size)
+    try:
+        result = analyse(checked, bindings, size)
+    except AnalysisUnsupportedError as exc:  # well-formed, but outside what the SMT encoding covers
+        out = {"cases": list(checked.case_names), "exhaustive": None, "exclusionary": None, "non_redundant": None}
+        out["counterexamples"] = {}
+        out["note"] = exc.message
+        print(json.dumps(out, indent=2) if args.json else f"{args.spec}: well-formed; not analysed: {exc.message}")
+        return 1 if args.strict else 0
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))
     else:

@@ -100,3 +100,11 @@ def test_test_command_writes_reports(tmp_path: Path, capsys) -> None:
     summary = json.loads((out / "bbsl_test_summary.json").read_text())
     assert summary["table4"]["stop"]["IoU_0.6:F, BBSL:F"]["examples"][0]["frame"] == "b"
     assert (out / "bbsl_test_cases.csv").read_text().count("\n") == 3
+
+
+def test_check_well_formed_but_unanalysable_spec(tmp_path: Path, capsys) -> None:
+    spec = tmp_path / "q.bbsl"
+    spec.write_text("exfunction all():set<bb> endexfunction\ncase any\n exists b in all() : true\nendcase\n")
+    assert main(["bbsl", "check", str(spec), "--bind", "all=frame_boxes", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["cases"] == ["any"] and out["exhaustive"] is None and "set<bb>" in out["note"]

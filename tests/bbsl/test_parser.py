@@ -54,7 +54,7 @@ def test_listing1_structure() -> None:
 
 
 def test_as_printed_listings_parse() -> None:
-    for name in ("s1_as_printed.bbsl", "s3_as_printed.bbsl"):
+    for name in ("s1_as_printed.bbsl", "s3_as_printed.bbsl", "s4_as_printed.bbsl"):
         assert parse_file(DATA / name).cases
 
 

@@ -77,3 +77,10 @@ def test_let_variable_shadows_and_scopes() -> None:
     _check("let x : bb = v() in let x : bool = e() in x")
     with pytest.raises(BBSLError, match="unknown variable 'x'"):
         _check("(let x : bool = e() in x) and x")
+
+
+def test_listing4_as_printed_names_the_unbound_vehicle() -> None:
+    with pytest.raises(BBSLError) as info:
+        check_spec(parse_file(DATA / "s4_as_printed.bbsl"))
+    assert "unknown variable 'vehicle'" in str(info.value)
+    assert (info.value.line, info.value.column) == (30, 16)  # first use, in case ysafe_xwarning
