@@ -171,9 +171,7 @@ def main() -> None:
         f"columnar path (match + bin + both matrices): {t_col:.3f} s, {args.frames / t_col:,.0f} frames/s "
         f"({fb} frames = {100 * fb / args.frames:.2f} % needed the Hungarian fallback)"
     )
-    print(
-        f"  CPU time: {CPU['columnar']:.3f} s, {args.frames / CPU['columnar']:,.0f} frames per CPU-second"
-    )
+    print(f"  CPU time: {CPU['columnar']:.3f} s, {args.frames / CPU['columnar']:,.0f} frames per CPU-second")
 
     sub = min(args.frame_subset, args.frames)
     t_build, frames = timed(to_frames, slice_batch(batch, 0, sub))
