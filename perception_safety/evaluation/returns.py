@@ -53,7 +53,11 @@ class E1Config(_Strict):
 class E2Config(_Strict):
     """Scheme E2 options (eq. 16-17)."""
 
-    horizon: int | None = Field(default=None, ge=2, description="T; None = the longest of the three rollouts")
+    horizon: int | None = Field(
+        default=None,
+        ge=2,
+        description="T; None = 'horizon' (or 'frames') of the episode meta, else the longest rollout",
+    )
     collision_once: bool = Field(default=True, description="only the first collision frame of a rollout counts")
 
 
@@ -301,6 +305,24 @@ def e2_rollout_returns(running: np.ndarray, collision: np.ndarray) -> tuple[np.n
     return r_m[1:], future_s[1:]
 
 
+HORIZON_META_KEYS = ("horizon", "frames")
+
+
+def _logged_horizon(rollouts: Iterable[Episode]) -> int:
+    """T of a scenario: the largest ``horizon`` (or ``frames``) integer in the rollouts' begin meta,
+    else the length of the longest rollout."""
+    eps = list(rollouts)
+    longest = max(max((s.t for s in ep.steps), default=-1) + 1 for ep in eps)
+    declared = []
+    for ep in eps:
+        for key in HORIZON_META_KEYS:
+            v = ep.meta.get(key)
+            if isinstance(v, int) and not isinstance(v, bool):
+                declared.append(v)
+                break
+    return max([longest, *declared])
+
+
 def e2_episode(
     perception: Episode, monitored: Episode, ground_truth: Episode, config: E2Config | None = None
 ) -> E2Episode:
@@ -312,7 +334,7 @@ def e2_episode(
     """
     config = config or E2Config()
     rollouts = {"perception": perception, "monitored": monitored, "ground_truth": ground_truth}
-    horizon = config.horizon or max(max((s.t for s in ep.steps), default=-1) + 1 for ep in rollouts.values())
+    horizon = config.horizon or _logged_horizon(rollouts.values())
     if horizon < 2:
         raise ReturnsError(f"episode {perception.episode}: E2 needs at least 2 frames, got horizon {horizon}")
     frame_cols, ep_cols, collided, running_frames = {}, {}, {}, {}

@@ -188,3 +188,19 @@ def test_alignment_reports_missing_and_rejects_duplicates(tmp_path: Path) -> Non
         e2_metrics(al.triples)
     with pytest.raises(ReturnsError, match="appears twice"):
         align(read_episode_log(p) + read_episode_log(p))
+
+
+def test_e2_horizon_comes_from_the_episode_meta(tmp_path: Path) -> None:
+    # scenario A of the hand-built log, declared T = 20 in the begin meta (the runner's 'frames' key)
+    p = tmp_path / "e2.jsonl"
+    with EpisodeLogWriter(p) as w:
+        w.write_episode("A", "perception", _rollout(None, 10, (6,)), meta={"frames": 20})
+        w.write_episode("A", "monitored", _rollout(3, 10), meta={"frames": 20})
+        w.write_episode("A", "ground_truth", _rollout(4, 10), meta={"frames": 20})
+    res = e2_metrics(align(read_episode_log(p)).triples)
+    (ep,) = res.per_episode
+    assert ep.horizon == 20 and res.frames.n == 19
+    # after its last logged frame (t = 9) the perception rollout counts as stopped: M_f = 1 for t = 0..8,
+    # M_fm = 1 for t = 0..2 -> AC = 6 / 19; SG = 6 / 19 (S_f = -1 for t = 0..5)
+    assert res.frames.ac == pytest.approx(6 / 19) and res.frames.sg == pytest.approx(6 / 19)
+    assert e2_metrics(align(read_episode_log(p)).triples, E2Config(horizon=10)).frames.n == 9
