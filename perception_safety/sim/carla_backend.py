@@ -68,13 +68,14 @@ def scenario_to_local(x: float, y: float, z: float) -> tuple[float, float, float
 
 
 def scenario_transform(origin: Any, x: float, y: float, z: float, yaw_deg: float = 0.0) -> Any:
-    """World `carla.Transform` of a scenario-frame point (yaw relative to the origin's heading)."""
+    """World `carla.Transform` of a scenario-frame point; ``yaw_deg`` is counter-clockwise (scenario
+    frame, to the left) from the origin's heading, i.e. CARLA yaw ``origin.yaw - yaw_deg``."""
     carla = _carla()
     lx, ly, lz = scenario_to_local(x, y, z)
     loc = origin.transform(carla.Location(x=lx, y=ly, z=lz))
     rot = origin.rotation
     return carla.Transform(
-        carla.Location(x=loc.x, y=loc.y, z=loc.z), carla.Rotation(pitch=0.0, yaw=rot.yaw + yaw_deg, roll=0.0)
+        carla.Location(x=loc.x, y=loc.y, z=loc.z), carla.Rotation(pitch=0.0, yaw=rot.yaw - yaw_deg, roll=0.0)
     )
 
 

@@ -62,8 +62,10 @@ def pedestrian_y(cfg: ScenarioConfig, t: float) -> float:
     p = cfg.pedestrian
     walked = max(0.0, t - p.start_time) * p.speed
     total = abs(p.y_end - p.y_start)
+    if walked >= total:
+        return p.y_end
     sign = 1.0 if p.y_end > p.y_start else -1.0
-    return p.y_start + sign * min(walked, total)
+    return p.y_start + sign * walked
 
 
 def ego_rect(cfg: ScenarioConfig, x_from: float, x_to: float) -> Rect:
