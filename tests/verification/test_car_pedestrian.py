@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import scipy.sparse.linalg as sla
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from perception_safety.verification.builder import build_chain
 from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
@@ -137,3 +139,19 @@ def test_geometry_rejects_bad_values():
         Geometry(max_speed=2, road_cells=5, stop_cell=2, crosswalk_cell=3, cell_length_m=0.0)
     with pytest.raises(VerificationError, match="initial speeds"):
         car_pedestrian_system(Geometry.reference(2), {"ped": True}, [3])
+
+
+@settings(max_examples=15, deadline=None)
+@given(V=st.integers(1, 5), recall=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6),
+       confusion=st.floats(0.0, 1.0))
+def test_storm_matches_independent_solve_random_detectors(V, recall, confusion):
+    """Random per-bin recall; the rest of the pedestrian column split between obs and empty."""
+    p = np.zeros((6, 3, 3))
+    for b, r in enumerate(recall):
+        p[b, :, 0] = [r, (1 - r) * confusion, (1 - r) * (1 - confusion)]
+        p[b, :, 1] = [0.0, 1.0, 0.0]
+        p[b, :, 2] = [0.0, 0.0, 1.0]
+    edges = [(10.0 * b, 10.0 * (b + 1)) for b in range(6)]
+    expected = independent_stop_probability(V, recall)
+    got = storm_stop(Geometry.reference(V), class_observations(p, ["ped", "obs", "empty"], ["ped"], edges))
+    np.testing.assert_allclose(got, [expected[v] for v in range(1, V + 1)], atol=1e-9)

@@ -50,3 +50,18 @@ def test_verify_custom_formula_and_errors(tmp_path, capsys):
     bad.write_text("{")
     assert main(["verify", "--matrices", str(bad), "--out", str(out)]) == 2
     assert "bad.json:1:2: invalid JSON" in capsys.readouterr().err
+
+
+def test_verify_reads_confusion_json_of_the_confusion_writer(tmp_path):
+    """The confusion CLI's own format (written by confusion_io.write_json) gives the same numbers."""
+    from perception_safety.evaluation.confusion_io import load_matrices, write_json
+
+    own = write_json(tmp_path / "confusion.json", load_matrices(REFERENCE))
+    a, b = tmp_path / "a", tmp_path / "b"
+    args = ["--max-speed", "2", "--spec", "phi", "--no-plot"]
+    assert main(["verify", "--matrices", str(own), *args, "--out", str(a)]) == 0
+    assert main(["verify", "--matrices", str(REFERENCE), *args, "--out", str(b)]) == 0
+    ra = json.loads((a / "verification.json").read_text())["results"]
+    rb = json.loads((b / "verification.json").read_text())["results"]
+    assert [r["probability"] for r in ra] == pytest.approx([r["probability"] for r in rb], abs=1e-12)
+    assert len(ra) == 4 * 3 * 2

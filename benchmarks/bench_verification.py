@@ -1,0 +1,118 @@
+"""Benchmark: build and check the car–pedestrian DTMC from 10^3 to ~2·10^6 states.
+
+Direct path: numpy CSR (Algorithm 3, vectorised) -> Storm SparseMatrixBuilder -> SparseDtmc, then
+``P=? [F "stop_at_k"]`` (PCTL) and the paper's φ (LTL). Baseline measured in the same run: the same chain
+written as PRISM text (one guarded command per state), parsed and built by Storm, at the sizes where
+that finishes in reasonable time. Run: ``.venv/bin/python benchmarks/bench_verification.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import stormpy
+
+from perception_safety.verification.builder import MarkovChain, build_chain
+from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
+from perception_safety.verification.observations import class_observations
+from perception_safety.verification.specs import BUILTIN_SPECS, check
+
+LABELS = ["ped", "obs", "empty"]
+
+
+def synthetic_matrices(road_cells: int, bin_m: float = 10.0) -> tuple[np.ndarray, list[tuple[float, float]]]:
+    """10 m bins covering the road; pedestrian recall falls with distance (like the reference data)."""
+    n = int(road_cells // bin_m) + 2
+    recall = np.clip(0.6 * np.exp(-np.arange(n) / 8.0), 0.01, 1.0)
+    p = np.zeros((n, 3, 3))
+    p[:, 0, 0], p[:, 1, 0], p[:, 2, 0] = recall, 0.02, 0.98 - recall
+    p[:, 0, 1], p[:, 1, 1], p[:, 2, 1] = 0.01, 0.5, 0.49
+    p[:, 2, 2] = 1.0
+    return p, [(bin_m * i, bin_m * (i + 1)) for i in range(n)]
+
+
+def direct(V: int) -> tuple[Geometry, MarkovChain, dict[str, float], np.ndarray]:
+    g = Geometry.reference(V)
+    probs, edges = synthetic_matrices(g.road_cells)
+    t0 = time.perf_counter()
+    system = car_pedestrian_system(g, {"ped": True, "obs": False}, range(1, V + 1))
+    chain = build_chain(system, class_observations(probs, LABELS, ["ped"], edges))
+    t1 = time.perf_counter()
+    chain.storm_model()
+    t2 = time.perf_counter()
+    stop = check(chain, BUILTIN_SPECS["stop_at_k"])
+    t3 = time.perf_counter()
+    check(chain, BUILTIN_SPECS["phi"])
+    t4 = time.perf_counter()
+    times = {"numpy": t1 - t0, "storm": t2 - t1, "pctl": t3 - t2, "ltl": t4 - t3}
+    return g, chain, times, stop
+
+
+def prism_text(g: Geometry, chain: MarkovChain) -> str:
+    """The same chain as a PRISM program with one command per state (what a naive generator emits)."""
+    V, N, k = g.max_speed, g.road_cells, g.stop_cell
+    x, v = g.cell_speed(np.arange(chain.n_states))
+    tx, tv = g.cell_speed(chain.indices)
+    x, v, tx, tv, data = x.tolist(), v.tolist(), tx.tolist(), tv.tolist(), chain.data.tolist()
+    lines = ["dtmc", "module car", f"  x : [1..{N}];", f"  v : [0..{V}];"]
+    for s in range(chain.n_states):
+        lo, hi = chain.indptr[s], chain.indptr[s + 1]
+        upd = " + ".join(f"{data[j]!r}:(x'={tx[j]})&(v'={tv[j]})" for j in range(lo, hi))
+        lines.append(f"  [] x={x[s]} & v={v[s]} -> {upd};")
+    lines += ["endmodule", "init true endinit", f'label "stop_at_k" = x={k} & v=0;', f'label "start" = x=1 & v={V};']
+    return "\n".join(lines) + "\n"
+
+
+def prism_path(g: Geometry, chain: MarkovChain) -> tuple[dict[str, float], float]:
+    t0 = time.perf_counter()
+    text = prism_text(g, chain)
+    t1 = time.perf_counter()
+    program = _parse_via_file(text)
+    model = stormpy.build_model(program)
+    t2 = time.perf_counter()
+    assert model.nr_states == chain.n_states, (model.nr_states, chain.n_states)
+    res = stormpy.model_checking(model, stormpy.parse_properties('P=? [F "stop_at_k"]')[0])
+    # state order differs: find (1, V) through its label
+    start = model.labeling.get_states("start")
+    want = next((res.get_value(s) for s in range(model.nr_states) if start.get(s)), float("nan"))
+    return {"generate": t1 - t0, "parse+build": t2 - t1}, want
+
+
+def _parse_via_file(text: str):
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("w", suffix=".prism", delete=False) as fh:
+        fh.write(text)
+    return stormpy.parse_prism_program(fh.name)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="stop at ~1e5 states")
+    ap.add_argument("--prism-max-states", type=int, default=10_000)
+    args = ap.parse_args()
+    speeds = [12, 18, 25, 45, 60, 100, 125, 158]
+    if args.quick:
+        speeds = speeds[:5]
+    print(f"{'V':>4} {'states':>9} {'trans':>9} | {'numpy':>7} {'storm':>7} {'build':>7} {'PCTL':>7} {'LTL φ':>7} "
+          f"{'total':>7} | {'PRISM gen':>9} {'PRISM build':>11} {'ratio':>7}")
+    direct(5)  # warm-up: imports, Storm's first-call setup
+    for V in speeds:
+        g, chain, t, stop = direct(V)
+        build = t["numpy"] + t["storm"]
+        total = build + t["pctl"] + t["ltl"]
+        prism = ""
+        if chain.n_states <= args.prism_max_states:
+            pt, p_val = prism_path(g, chain)
+            ours = stop[g.index(1, V)]
+            assert abs(p_val - ours) < 1e-9, (p_val, ours)
+            prism = (f"{pt['generate']:9.3f} {pt['parse+build']:11.3f} "
+                     f"{(pt['generate'] + pt['parse+build']) / build:6.0f}x")
+        print(f"{V:>4} {chain.n_states:>9} {chain.n_transitions:>9} | {t['numpy']:7.3f} {t['storm']:7.3f} "
+              f"{build:7.3f} {t['pctl']:7.3f} {t['ltl']:7.3f} {total:7.3f} | {prism}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
