@@ -34,16 +34,17 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.fast and not args.rate > 0:
         raise ReplayError(f"--rate must be > 0, got {args.rate}")
-    rclpy.init(args=None)
-    node = rclpy.create_node(args.node_name)
+    context = rclpy.Context()  # own context: works beside an rclpy already initialised in the same process
+    rclpy.init(args=None, context=context)
+    node = rclpy.create_node(args.node_name, context=context)
     try:
         stats = replay_bag(node, args.bag, None if args.fast else args.rate, args.topics, args.wait_subscribers,
-                           sync_topic=args.sync_topic, should_stop=lambda: not rclpy.ok())
+                           sync_topic=args.sync_topic, should_stop=lambda: not context.ok())
     except (KeyboardInterrupt, ExternalShutdownException):
         return 0
     finally:
         node.destroy_node()
-        rclpy.try_shutdown()
+        rclpy.try_shutdown(context=context)
     for topic in stats.unsubscribed:
         print(f"warning: {topic}: no subscriber", file=sys.stderr)
     if stats.sync_timeouts:

@@ -141,14 +141,16 @@ class _Sync:
 
         node.create_subscription(message_class(types[0], self.topic), self.topic, self._cb, output_qos(1000),
                                  raw=True)
+        from rclpy.executors import SingleThreadedExecutor
+
+        self.executor = SingleThreadedExecutor(context=node.context)
+        self.executor.add_node(node)
 
     def _cb(self, _raw: bytes) -> None:
         self.count += 1
 
     def wait_for(self, n: int, timeout_s: float) -> bool:
-        import rclpy
-
         deadline = time.monotonic() + timeout_s
         while self.count < n and time.monotonic() < deadline:
-            rclpy.spin_once(self.node, timeout_sec=0.01)
+            self.executor.spin_once(timeout_sec=0.01)
         return self.count >= n

@@ -261,3 +261,50 @@ def test_invalid_params_file_stops_node_with_key_in_message(ros_tools, tmp_path)
     assert proc.stop() == 2
     text = proc.output()
     assert "sync.slop_s" in text and str(path) in text
+
+
+class _Exploding:
+    """A monitor with a bug: raises on every frame."""
+
+    name = "contrast"
+
+    def update(self, frame):
+        raise ZeroDivisionError("division by zero")
+
+    def reset(self):
+        pass
+
+
+def test_a_monitor_that_raises_turns_error_and_requests_a_stop_fail_safe():
+    from perception_safety.core.types import Box, Detection, Frame
+    from perception_safety.monitors.base import Level
+    from perception_safety.monitors.config import MonitorsConfig
+    from perception_safety.ros.safety_monitor_node import MonitorSuite, SafetyMonitorParams, stop_requested
+
+    suite = MonitorSuite(MonitorsConfig())
+    suite.members[0].inner = _Exploding()
+    frame = Frame(stamp_ns=1, detections=(Detection(Box(0, 0, 5, 5), "car", 0.9),), image=_noise(0))
+    results, failed = suite.evaluate(frame)
+    by = {r.name: r for r in results}
+    assert failed == {"contrast"}
+    assert by["contrast"].level == Level.ERROR and by["contrast"].alarm
+    assert "ZeroDivisionError" in by["contrast"].reasons[0]
+    assert by["plausibility"].level == Level.OK  # the other members still ran
+    names = (suite.runtime.name, suite.stop_rule.name)
+    assert stop_requested(results, SafetyMonitorParams(), failed, *names)
+    assert not stop_requested(results, SafetyMonitorParams(fail_safe_stop=False), failed, *names)
+    # the next frame without the fault clears the failure
+    suite.members[0].inner = _Quiet()
+    assert suite.evaluate(frame)[1] == set()
+
+
+class _Quiet:
+    name = "contrast"
+
+    def update(self, frame):
+        from perception_safety.monitors.base import MonitorResult
+
+        return MonitorResult("contrast", False)
+
+    def reset(self):
+        pass

@@ -1,0 +1,35 @@
+"""Replay: errors name the bag/topic; the CLI turns them into exit code 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from perception_safety.cli import main
+from perception_safety.ros.replay import ReplayError, message_class
+
+pytestmark = pytest.mark.ros
+
+
+def test_message_class_imports_rclpy_types():
+    from vision_msgs.msg import Detection2DArray
+
+    assert message_class("vision_msgs/msg/Detection2DArray") is Detection2DArray
+    with pytest.raises(ReplayError, match="/x: message type 'nope_msgs/msg/Thing' is not available"):
+        message_class("nope_msgs/msg/Thing", "/x")
+
+
+def test_cli_reports_a_missing_bag(tmp_path, capsys):
+    assert main(["replay", str(tmp_path / "missing_bag"), "--fast", "--wait-subscribers", "0"]) == 2
+    assert "missing_bag: cannot open bag" in capsys.readouterr().err
+
+
+def test_cli_rejects_bad_rate_and_unknown_topic(tmp_path, capsys):
+    from perception_safety.core.types import Frame
+    from perception_safety.io.bag import write_frames
+
+    bag = tmp_path / "b"
+    write_frames(bag, [Frame(stamp_ns=1)], "sqlite3")
+    assert main(["replay", str(bag), "--rate", "0"]) == 2
+    assert "--rate must be > 0" in capsys.readouterr().err
+    assert main(["replay", str(bag), "--fast", "--topics", "/nope", "--wait-subscribers", "0"]) == 2
+    assert "topic(s) not in the bag: /nope" in capsys.readouterr().err
