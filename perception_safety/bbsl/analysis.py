@@ -74,6 +74,7 @@ class _Encoder:
         self.subject = ((x0, x1), (y0, y1))
         self.domain += [x0 >= 0, x0 <= x1, x1 <= self.w, y0 >= 0, y0 <= y1, y1 <= self.h]
         self.exists = z3.Bool("subject_exists")
+        self.uses_exists = False
 
     def free(self, name: str, typ: Type):
         if name in self.symbols:
@@ -107,6 +108,7 @@ class _Encoder:
             if isinstance(b, Subject):
                 return self.subject
             if isinstance(b, SubjectExists):
+                self.uses_exists = True
                 return self.exists
             if isinstance(b, ImageBox):
                 return ((_real(0.0), self.w), (_real(0.0), self.h))
@@ -197,6 +199,8 @@ def analyse(
     def witness(model: z3.ModelRef) -> dict[str, Any]:
         (x0, x1), (y0, y1) = enc.subject
         out: dict[str, Any] = {"box": [_num(model, t) for t in (x0, y0, x1, y1)]}
+        if enc.uses_exists:
+            out["subject_exists"] = z3.is_true(model.eval(enc.exists, model_completion=True))
         if enc.symbols:
             ex = {}
             for name, val in enc.symbols.items():
