@@ -19,6 +19,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--config", type=Path, default=None, help="YAML config (default: built-in defaults)")
     p.add_argument("--out", type=Path, required=True, help="output directory")
     p.add_argument("--jobs", type=int, default=1, help="worker processes for reading bags (default 1)")
+    p.add_argument(
+        "--episodes",
+        nargs="+",
+        default=[],
+        metavar="LOG",
+        help="episode logs (JSON Lines) for SG/RH/AC, e.g. from 'perception-safety episodes'",
+    )
     p.set_defaults(func=run)
 
 
@@ -28,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     cfg, text = load_evaluate_config(args.config)
-    ev = run_evaluate(args.inputs, cfg, text, args.out, max(1, args.jobs), console)
+    ev = run_evaluate(args.inputs, cfg, text, args.out, max(1, args.jobs), console, args.episodes)
     print_summary(ev, args.out, Console())
     return 0
 

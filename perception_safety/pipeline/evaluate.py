@@ -13,26 +13,38 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from perception_safety.bbsl.spec import Spec, load_spec
 from perception_safety.errors import PerceptionSafetyError
+from perception_safety.evaluation.bbsl_testing import OracleReport, TestCase, run_oracle
 from perception_safety.evaluation.confusion import ConfusionAccumulator, sum_confusions
 from perception_safety.evaluation.confusion_io import confusion_from_mapping, to_json_dict
 from perception_safety.evaluation.confusion_types import DistanceConfusion
 from perception_safety.evaluation.pcd_samples import samples_from_frames
 from perception_safety.io.bag import BagReadReport, read_frames
-from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings
+from perception_safety.pipeline.evaluate_config import STOP_REGION_SPEC, EvaluateConfig
 
 PARTIAL_FORMAT = "perception_safety.partial/1"
 
 
 class NothingUsableError(PerceptionSafetyError):
     """No frame could be read from any input."""
+
+
+def load_evaluate_spec(name: str, cfg: EvaluateConfig) -> Spec:
+    """A BBSL spec of ``evaluate.bbsl_specs``: ``stop_region`` or a file (relative to ``cfg.base_dir``)."""
+    if name == STOP_REGION_SPEC:
+        bindings = {**cfg.bbsl.bindings, **bbsl_bindings(cfg.monitors.stop_region)}
+        return load_spec(STOP_REGION_BBSL, bindings, cfg.bbsl.image_size)
+    path = Path(name) if Path(name).is_absolute() else Path(cfg.base_dir) / name
+    return load_spec(path, cfg.bbsl.bindings, cfg.bbsl.image_size)
 
 
 def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
@@ -56,6 +68,17 @@ def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
     if analyses & {"confusion", "verification"}:
         dc = ConfusionAccumulator(cfg.confusion).add_frames(frames).result(source=bag)
         partial["confusion"] = to_json_dict(dc)
+    if "bbsl" in analyses:
+        partial["bbsl"] = {}
+        for name in cfg.evaluate.bbsl_specs:
+            rep = run_oracle(load_evaluate_spec(name, cfg), frames, cfg.bbsl)
+            partial["bbsl"][name] = {
+                "case_names": list(rep.case_names),
+                "frames": rep.frames,
+                "out_of_scope": rep.out_of_scope,
+                "test_cases": [asdict(tc) for tc in rep.test_cases],
+                "breakdown_verdicts": list(rep.breakdown_verdicts),
+            }
     if "pcd" in analyses:
         partial["pcd"] = {}
         for t in cfg.evaluate.pcd_targets:
@@ -73,9 +96,15 @@ class Reduced:
     read_reports: dict[str, dict[str, Any]]
     confusion: DistanceConfusion | None = None
     pcd_samples: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    bbsl: dict[str, OracleReport] = field(default_factory=dict)
 
 
-def reduce_partials(partials: Sequence[dict[str, Any]]) -> Reduced:
+def _test_case(d: dict[str, Any]) -> TestCase:
+    tuples = ("gt_box", "det_box", "expected", "actual", "iou_verdicts")
+    return TestCase(**{k: (tuple(v) if k in tuples and v is not None else v) for k, v in d.items()})
+
+
+def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | None = None) -> Reduced:
     """The reduce step: sum matrices, concatenate samples (in input order)."""
     red = Reduced(
         bags=[p["bag"] for p in partials],
@@ -92,6 +121,20 @@ def reduce_partials(partials: Sequence[dict[str, Any]]) -> Reduced:
             np.concatenate([np.asarray(q["x"], dtype=float) for q in parts]),
             np.concatenate([np.asarray(q["y"], dtype=float) for q in parts]),
             np.concatenate([np.asarray(q["missed"], dtype=bool) for q in parts]),
+        )
+    for name in dict.fromkeys(n for p in partials for n in p.get("bbsl", {})):
+        parts = [p["bbsl"][name] for p in partials if name in p.get("bbsl", {})]
+        bcfg = (cfg or EvaluateConfig()).bbsl
+        red.bbsl[name] = OracleReport(
+            spec=name,
+            case_names=tuple(parts[0]["case_names"]),
+            iou_thresholds=tuple(bcfg.iou_thresholds),
+            breakdown_iou=bcfg.breakdown_iou,
+            test_cases=tuple(_test_case(tc) for q in parts for tc in q["test_cases"]),
+            frames=sum(q["frames"] for q in parts),
+            out_of_scope=sum(q["out_of_scope"] for q in parts),
+            examples_per_cell=bcfg.examples_per_cell,
+            breakdown_verdicts=tuple(v for q in parts for v in q["breakdown_verdicts"]),
         )
     return red
 

@@ -7,11 +7,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.evaluation.confusion_config import ConfusionConfig
 from perception_safety.evaluation.pcd import PCDConfig
+from perception_safety.evaluation.returns import ReturnsConfig
 from perception_safety.io.bag import BagConfig
 from perception_safety.io.config import load_yaml, model_from_mapping
+from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.verification.config import VerificationConfig
+
+STOP_REGION_SPEC = "stop_region"
 
 Analysis = Literal["confusion", "pcd", "verification", "bbsl", "returns"]
 ALL_ANALYSES: tuple[Analysis, ...] = ("confusion", "pcd", "verification", "bbsl", "returns")
@@ -38,6 +43,9 @@ class EvaluateSection(BaseModel):
     pcd_targets: list[PCDTarget] = Field(
         default_factory=lambda: [PCDTarget(name="pedestrian", class_id="pedestrian")], min_length=1
     )
+    bbsl_specs: list[str] = Field(default_factory=lambda: [STOP_REGION_SPEC])
+    """BBSL specs to test: file paths (relative ones from the config file's folder) or ``stop_region``,
+    the emergency-braking rule of ``monitors.stop_region`` as BBSL (its bindings come from that section)."""
 
 
 class EvaluateConfig(BaseModel):
@@ -50,6 +58,11 @@ class EvaluateConfig(BaseModel):
     confusion: ConfusionConfig = ConfusionConfig()
     pcd: PCDConfig = PCDConfig()
     verification: VerificationConfig = VerificationConfig()
+    bbsl: BBSLConfig = BBSLConfig(image_size=(1280.0, 720.0), target_classes=["pedestrian", "person"])
+    monitors: MonitorsConfig = MonitorsConfig()
+    returns: ReturnsConfig = ReturnsConfig()
+    base_dir: str = "."
+    """Folder that relative spec paths are resolved against (set to the config file's folder on load)."""
 
 
 def load_evaluate_config(path: str | Path | None) -> tuple[EvaluateConfig, str]:
@@ -57,4 +70,5 @@ def load_evaluate_config(path: str | Path | None) -> tuple[EvaluateConfig, str]:
     if path is None:
         return EvaluateConfig(), "# defaults (no --config given)\n"
     data = load_yaml(path)
+    data["base_dir"] = str(Path(path).resolve().parent)
     return model_from_mapping(data, EvaluateConfig, str(path)), Path(path).read_text(encoding="utf-8")

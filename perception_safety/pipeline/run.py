@@ -205,6 +205,85 @@ def _verification(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) 
         )
 
 
+def _bbsl(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
+    from perception_safety.evaluation.bbsl_testing import write_report
+
+    d = out / "bbsl"
+    sec = ev.report.section("BBSL specification-based testing")
+    sec.text(
+        "One test case per ground-truth object of the target classes "
+        f"({', '.join(cfg.bbsl.target_classes)}); expected = the cases its ground-truth box satisfies, verdict T "
+        "when the assigned detection satisfies the precondition and exactly the same cases (Definitions 11-13). "
+        "A missed object fails the precondition and is F. IoU_t baselines: T when the assigned detection has "
+        "IoU >= t (Table 3); breakdown by expectation x IoU verdict x BBSL verdict (Table 4)."
+    )
+    ev.results["bbsl"] = {}
+    for name, rep in red.bbsl.items():
+        write_report(rep, d / Path(name).stem)
+        doc = rep.to_dict()
+        ev.results["bbsl"][name] = doc
+        t3 = doc["table3"]
+        rows = [
+            ["BBSL" if k == "bbsl" else k.replace("iou_", "IoU_"), r["T"], r["F"], _pct(r["rate"])]
+            for k, r in t3.items()
+        ]
+        sec.table(
+            ["test", "T (n)", "F (n)", "T/(T+F)"],
+            rows,
+            f"spec {name}: {len(rep.test_cases)} test cases from {rep.frames} frames",
+        )
+        t4 = doc["table4"]
+        if t4:
+            cols = list(next(iter(t4.values())))
+            rows4 = [[exp] + [row[c]["count"] for c in cols] for exp, row in t4.items()]
+            sec.table(["expectation", *cols], rows4, f"spec {name}: Table 4 breakdown")
+            for exp, row in t4.items():
+                for c in cols:
+                    ex = row[c]["examples"]
+                    if ex:
+                        frames = ", ".join(f"{e['frame']}#{e['gt_index']} (IoU {e['iou']})" for e in ex)
+                        sec.text(f"{name} · {exp} · {c}: e.g. {frames}", "note")
+        if t3["bbsl"]["rate"] is not None:
+            ev.report.summary.append(
+                Metric(
+                    f"BBSL pass rate ({Path(name).stem})",
+                    100 * t3["bbsl"]["rate"],
+                    "%",
+                    f"n = {len(rep.test_cases)} test cases",
+                )
+            )
+
+
+def _returns(ev: Evaluation, episodes: list[Any], notes: list[str], cfg: EvaluateConfig, out: Path) -> None:
+    from perception_safety.evaluation.returns import returns_report
+
+    sec = ev.report.section("Safety Gain / Residual Hazard / Availability Cost")
+    sec.text(
+        "SG = mean(S_fm - S_f), RH = mean(S_f* - S_fm), AC = mean(M_f - M_fm) (eq. 7-9) over the three aligned "
+        "rollouts of each scenario: perception f, f with the monitor (fm) and ground truth f*. E1 'detect ML "
+        "errors' (eq. 14-15), E2 'prevent accidents' (eq. 16-17). SG + RH is the hazard of f (eq. 6)."
+    )
+    for n in notes:
+        sec.text(n, "warn")
+    doc = returns_report(episodes, cfg.returns)
+    ev.results["returns"] = doc
+    (out / "returns.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    rows = []
+    for scheme in ("E1", "E2"):
+        block = doc.get(scheme)
+        if not isinstance(block, dict):
+            continue
+        for avg in ("frames", "episodes"):
+            m = block[avg]
+            rows.append([scheme, avg, m["SG"], m["RH"], m["AC"], m["hazard_f"], m["n"]])
+            if avg == "frames":
+                for key in ("SG", "RH", "AC"):
+                    ev.report.summary.append(Metric(f"{key} ({scheme}, per frame)", m[key], "", f"n = {m['n']} frames"))
+    sec.table(["scheme", "averaged over", "SG", "RH", "AC", "hazard of f", "n"], rows)
+    for n in doc.get("notes", []):
+        sec.text(str(n), "note")
+
+
 def run_evaluate(
     inputs: Sequence[str | Path],
     cfg: EvaluateConfig,
@@ -212,6 +291,7 @@ def run_evaluate(
     out: Path,
     jobs: int = 1,
     console: Console | None = None,
+    episode_logs: Sequence[str | Path] = (),
 ) -> Evaluation:
     """Run everything the config asks for on the bags found in ``inputs``; writes results and report."""
     console = console or Console(stderr=True)
@@ -223,7 +303,7 @@ def run_evaluate(
     with progress_bar(console) as bar:
         task = bar.add_task("reading bags", total=len(bags))
         partials = map_bags(bags, cfg, out / "partials", jobs, on_done=lambda _: bar.advance(task))
-    red = reduce_partials(partials)
+    red = reduce_partials(partials, cfg)
     t1 = time.perf_counter()
     if red.frames == 0:
         lines = [f"  {b}: {r}" for b, r in red.read_reports.items()]
@@ -258,6 +338,18 @@ def run_evaluate(
     (out / "results.json").write_text(json.dumps(ev.results, indent=1) + "\n", encoding="utf-8")
     report.write(out / "report.html")
     return ev
+
+
+def _read_episodes(paths: Sequence[str | Path]) -> tuple[list[Any], list[str]]:
+    from perception_safety.io.episode_log import EpisodeLogReport, read_episode_log
+
+    episodes: list[Any] = []
+    notes: list[str] = []
+    for path in paths:
+        rep = EpisodeLogReport()
+        episodes += read_episode_log(path, rep)
+        notes += [f"{path}: {n}" for n in rep.messages]
+    return episodes, notes
 
 
 def _data_quality_section(ev: Evaluation, red: Reduced) -> None:
