@@ -83,7 +83,7 @@ def test_random_spec_agrees_everywhere(bodies: list[str], pre: str) -> None:
         assert not inside[:, spec.case_names.index(name)].any()
     if not result.precondition_satisfiable:
         assert not pre_all.any()
-    witnesses = [result.counterexamples.get("exhaustive")] + result.counterexamples.get("exclusionary", [])
+    witnesses = [result.counterexamples.get("exhaustive"), *result.counterexamples.get("exclusionary", [])]
     for w in filter(None, witnesses):
         p, c = spec.evaluate_boxes(np.array([w["box"]]), w.get("subject_exists", True))
         assert p[0]
