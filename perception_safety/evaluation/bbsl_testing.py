@@ -31,6 +31,8 @@ from perception_safety.core import Frame, iou_matrix, match_boxes
 class TestCase:
     """One test case ``(td, f(GT(td)))`` and its verdicts."""
 
+    __test__ = False  # not a pytest test class
+
     frame_id: str
     gt_index: int
     gt_box: tuple[float, ...]
