@@ -194,9 +194,9 @@ def build_chain(system: AbstractSystem, observations: ObservationModel) -> Marko
             f"{d:g} m of state {system.describe(s)} (bins cover [{lo:g}, {hi:g}) m; {missing.size} states affected)"
         )
 
-    rows_parts, cols_parts, vals_parts = [], [], []
+    m = len(observations.outcomes)
+    succ_all = np.empty((n, m), dtype=np.int64)
     for j, outcome in enumerate(observations.outcomes):
-        p = observations.probs[bins, j]
         succ = np.asarray(system.controller(states, outcome))
         if succ.shape != (n,) or not np.issubdtype(succ.dtype, np.integer):
             raise VerificationError(
@@ -209,21 +209,22 @@ def build_chain(system: AbstractSystem, observations: ObservationModel) -> Marko
                 f"controller maps state {system.describe(s)} under observation {'/'.join(outcome) or '∅'} "
                 f"to {int(succ[s])}, outside the model's {n} states"
             )
-        nz = p > 0
-        rows_parts.append(states[nz])
-        cols_parts.append(succ[nz].astype(np.int64, copy=False))
-        vals_parts.append(p[nz])
+        succ_all[:, j] = succ
+    p_all = observations.probs[bins]  # (n, m): μ_k(y_j, x_e) of each state's bin
 
-    rows = np.concatenate(rows_parts)
-    cols = np.concatenate(cols_parts)
-    vals = np.concatenate(vals_parts)
-    key = rows * n + cols
-    order = np.argsort(key, kind="stable")
-    key, vals = key[order], vals[order]
-    if key.size:
-        starts = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
-        key, vals = key[starts], np.add.reduceat(vals, starts)
-    rows, cols = key // n, key % n
+    # O(s, s') per row: sort each row's m successors, then move the mass of equal neighbours onto the
+    # last of each run (no global sort; rows stay in order, columns ascend within a row)
+    order = np.argsort(succ_all, axis=1, kind="stable")
+    succ_all = np.take_along_axis(succ_all, order, axis=1)
+    p_all = np.take_along_axis(p_all, order, axis=1)
+    for j in range(1, m):
+        same = succ_all[:, j] == succ_all[:, j - 1]
+        p_all[same, j] += p_all[same, j - 1]
+        p_all[same, j - 1] = 0.0
+    keep = p_all > 0
+    rows = np.nonzero(keep)[0]
+    cols = succ_all[keep]
+    vals = p_all[keep]
 
     sums = np.bincount(rows, weights=vals, minlength=n)
     bad = np.flatnonzero(np.abs(sums - 1.0) > ROW_SUM_TOLERANCE)
