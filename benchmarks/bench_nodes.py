@@ -1,0 +1,236 @@
+"""Benchmark of the safety_monitor node on a full-HD camera stream, against a bare subscriber in the same run.
+
+A publisher process sends 1920x1080 rgb8 images at 30 Hz plus a Detection2DArray with the same stamp. Two
+subjects receive the same stream in turn: (1) a bare subscriber that only takes the raw image and detection
+messages (reads the stamp, nothing else), (2) the installed ``safety_monitor`` node (zero-copy deserialization,
+stamp pairing, contrast + plausibility + stop rule, publishing). For each: achieved rate, drop rate, latency
+median/p95 (bare: image stamp -> callback; monitor: image stamp -> its monitor_results message received by
+this process) and CPU per frame from /proc (utime+stime of the subject process over the window).
+Fast DDS runs with config/fastdds_loopback_shm.xml (64 MB shared memory, UDP on loopback only).
+
+    .venv/bin/python benchmarks/bench_nodes.py [--seconds 8] [--width 1920 --height 1080 --rate 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    profile = str(ROOT / "config" / "fastdds_loopback_shm.xml")
+    env["FASTDDS_DEFAULT_PROFILES_FILE"] = profile  # Kilted (Fast DDS 3); Jazzy reads FASTRTPS_...
+    env.pop("FASTRTPS_DEFAULT_PROFILES_FILE", None)
+    env.pop("ROS_AUTOMATIC_DISCOVERY_RANGE", None)  # it would replace the profile's transports
+    env.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(120, 200)))
+    env.setdefault("ROS_LOG_DIR", tempfile.mkdtemp(prefix="bench-nodes-log-"))
+    return env
+
+
+# ----------------------------------------------------------------------------- roles (child processes)
+
+
+def run_publisher(width: int, height: int, rate: float) -> None:
+    import numpy as np
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from sensor_msgs.msg import Image
+    from vision_msgs.msg import Detection2DArray
+
+    from perception_safety.core.types import Box, Detection
+    from perception_safety.ros import convert
+    from perception_safety.ros.qos import input_qos
+
+    rclpy.init()
+    node = rclpy.create_node("bench_camera")
+    pub_img = node.create_publisher(Image, "/bench/image", input_qos(1))
+    pub_det = node.create_publisher(Detection2DArray, "/bench/detections", input_qos(5))
+    img = np.random.default_rng(0).integers(0, 256, size=(height, width, 3), dtype=np.uint8)
+    msg = convert.image_msg(img, 0)
+    dets = [Detection(Box(100.0 + 40 * i, 300.0, 180.0 + 40 * i, 500.0), "car", 0.8) for i in range(5)]
+    period = 1.0 / rate
+    k = 0
+    start = time.monotonic()
+    try:
+        while rclpy.ok():
+            stamp = time.time_ns()
+            msg.header.stamp = convert.time_msg(stamp)
+            pub_img.publish(msg)
+            pub_det.publish(convert.detection_array_msg(dets, stamp))
+            k += 1
+            delay = start + k * period - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        rclpy.try_shutdown()
+
+
+def run_bare(out_path: str) -> None:
+    """Raw subscriptions only; records (receive ns, image stamp ns) per image."""
+    import rclpy
+    from rclpy.executors import ExternalShutdownException
+    from sensor_msgs.msg import Image
+    from vision_msgs.msg import Detection2DArray
+
+    from perception_safety.ros.qos import input_qos
+
+    rclpy.init()
+    node = rclpy.create_node("bench_bare")
+    seen: list[tuple[int, int]] = []
+
+    def on_image(raw: bytes) -> None:
+        now = time.time_ns()
+        sec, nsec = struct.unpack_from("<iI", raw, 4)  # CDR: 4-byte encapsulation header, then header.stamp
+        seen.append((now, sec * 1_000_000_000 + nsec))
+
+    node.create_subscription(Image, "/bench/image", on_image, input_qos(5), raw=True)
+    node.create_subscription(Detection2DArray, "/bench/detections", lambda raw: None, input_qos(5), raw=True)
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        Path(out_path).write_text(json.dumps(seen))
+        rclpy.try_shutdown()
+
+
+# ----------------------------------------------------------------------------- measurement
+
+
+def _stats(samples: list[tuple[int, int]], t0: int, t1: int, rate: float, cpu: float) -> dict[str, float]:
+    import numpy as np
+
+    window = [(r, s) for r, s in samples if t0 <= s < t1]
+    lat = np.array([(r - s) / 1e6 for r, s in window]) if window else np.array([np.nan])
+    seconds = (t1 - t0) / 1e9
+    n = len(window)
+    return {
+        "frames": n,
+        "rate_hz": n / seconds,
+        "drop_pct": max(0.0, 100.0 * (1.0 - n / (rate * seconds))),
+        "latency_median_ms": float(np.median(lat)),
+        "latency_p95_ms": float(np.percentile(lat, 95)),
+        "cpu_ms_per_frame": 1000.0 * cpu / max(n, 1),
+        "cpu_pct_core": 100.0 * cpu / seconds,
+    }
+
+
+def _measure(proc: subprocess.Popen, warmup: float, seconds: float) -> tuple[int, int, float]:
+    time.sleep(warmup)
+    c0, t0 = _cpu_seconds(proc.pid), time.time_ns()
+    time.sleep(seconds)
+    c1, t1 = _cpu_seconds(proc.pid), time.time_ns()
+    return t0, t1, c1 - c0
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--role", choices=["main", "publisher", "bare"], default="main")
+    ap.add_argument("--seconds", type=float, default=8.0)
+    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--width", type=int, default=1920)
+    ap.add_argument("--height", type=int, default=1080)
+    ap.add_argument("--rate", type=float, default=30.0)
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    if a.role == "publisher":
+        run_publisher(a.width, a.height, a.rate)
+        return 0
+    if a.role == "bare":
+        run_bare(a.out)
+        return 0
+
+    env = _env()
+    os.environ.update({k: v for k, v in env.items() if k not in os.environ or os.environ[k] != v})
+    os.environ.pop("ROS_AUTOMATIC_DISCOVERY_RANGE", None)
+    me = [sys.executable, str(Path(__file__).resolve())]
+    size = ["--width", str(a.width), "--height", str(a.height), "--rate", str(a.rate)]
+    publisher = subprocess.Popen([*me, "--role", "publisher", *size], env=env)
+    results: dict[str, dict[str, float]] = {}
+    try:
+        time.sleep(a.warmup)  # the camera runs steadily before either subject starts
+        # 1) bare subscriber
+        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+            out = f.name
+        bare = subprocess.Popen([*me, "--role", "bare", "--out", out], env=env)
+        t0, t1, cpu = _measure(bare, a.warmup, a.seconds)
+        _stop(bare)
+        results["bare subscriber"] = _stats([tuple(x) for x in json.loads(Path(out).read_text())], t0, t1, a.rate, cpu)
+
+        # 2) safety_monitor node, results received here
+        import rclpy
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        from perception_safety.ros.convert import stamp_to_ns
+        from perception_safety.ros.qos import output_qos
+
+        params = Path(tempfile.mkdtemp(prefix="bench-nodes-")) / "params.yaml"
+        params.write_text("safety_monitor:\n  ros__parameters:\n    topics: {image: /bench/image, "
+                          "detections: /bench/detections}\n")
+        monitor = subprocess.Popen([str(BIN / "safety_monitor"), "--ros-args", "-r", "__node:=safety_monitor",
+                                    "--params-file", str(params)], env=env)
+        rclpy.init()
+        node = rclpy.create_node("bench_probe")
+        got: list[tuple[int, int]] = []
+        node.create_subscription(DiagnosticArray, "/safety_monitor/monitor_results",
+                                 lambda m: got.append((time.time_ns(), stamp_to_ns(m.header.stamp))), output_qos(100))
+        end = time.monotonic() + a.warmup + a.seconds + 0.5
+        c0 = t0 = c1 = t1 = None
+        while time.monotonic() < end:
+            rclpy.spin_once(node, timeout_sec=0.01)
+            now = time.monotonic()
+            if c0 is None and now >= end - a.seconds - 0.5:
+                c0, t0 = _cpu_seconds(monitor.pid), time.time_ns()
+            if c1 is None and now >= end - 0.5:
+                c1, t1 = _cpu_seconds(monitor.pid), time.time_ns()
+        _stop(monitor)
+        node.destroy_node()
+        rclpy.try_shutdown()
+        results["safety_monitor node"] = _stats(got, t0, t1, a.rate, c1 - c0)
+    finally:
+        _stop(publisher)
+
+    base = results["bare subscriber"]
+    print(f"{a.width}x{a.height} rgb8 at {a.rate:g} Hz + Detection2DArray(5), {a.seconds:g} s window "
+          f"(after {a.warmup:g} s warm-up), Fast DDS profile config/fastdds_loopback_shm.xml")
+    keys = ["rate_hz", "drop_pct", "latency_median_ms", "latency_p95_ms", "cpu_ms_per_frame", "cpu_pct_core"]
+    print(f"{'subject':<22}" + "".join(f"{k:>20}" for k in keys))
+    for name, r in results.items():
+        print(f"{name:<22}" + "".join(f"{r[k]:>20.2f}" for k in keys))
+    mon = results["safety_monitor node"]
+    print(f"{'ratio node/bare':<22}" + "".join(
+        f"{(mon[k] / base[k] if base[k] else float('nan')):>20.2f}" for k in keys))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
