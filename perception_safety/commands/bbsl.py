@@ -11,6 +11,7 @@ from perception_safety.bbsl.bindings import Binding, parse_bind_option
 from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.bbsl.errors import BBSLError
 from perception_safety.bbsl.spec import Spec, check_source
+from perception_safety.errors import PerceptionSafetyError
 from perception_safety.io.config import load_model
 
 
@@ -44,7 +45,7 @@ def register(subparsers) -> None:
 
     t = sub.add_parser("test", help="specification-based testing of detections against ground truth (Def. 11-13)")
     common(t)
-    t.add_argument("inputs", metavar="INPUT", nargs="+", help="JSON Lines datasets (see io.dataset)")
+    t.add_argument("inputs", metavar="INPUT", nargs="+", help="JSON Lines datasets (io.dataset) or rosbag2 bags")
     t.add_argument("--out", metavar="DIR", required=True, help="output directory")
     t.add_argument("--skip-bad", action="store_true", help="skip malformed dataset lines (counted)")
     t.set_defaults(func=run_test)
@@ -132,18 +133,33 @@ def run_eval(args) -> int:
     return 0
 
 
+def _frames(inputs: list[str], config: str | None, skip_bad: bool):
+    """Frames of JSON Lines datasets and rosbag2 bags (topics from the config's ``bags`` section)."""
+    for item in inputs:
+        path = Path(item)
+        suffix = path.suffix.lower()
+        if path.is_file() and suffix in (".jsonl", ".ndjson", ".json"):
+            from perception_safety.io.dataset import read_jsonl_frames
+
+            yield from read_jsonl_frames(path, skip_bad=skip_bad)
+        elif path.is_dir() or (path.is_file() and suffix in (".mcap", ".db3")):
+            from perception_safety.io.bag import BagConfig, read_bags
+
+            bags = load_model(config, BagConfig, section="bags")
+            yield from read_bags([path], bags.topics, bags.tolerance_ns, with_images=False)
+        elif not path.exists():
+            raise PerceptionSafetyError(f"{path}: no such file or directory")
+        else:
+            raise PerceptionSafetyError(f"{path}: unknown input type (expected a .jsonl dataset or a rosbag2 bag)")
+
+
 def run_test(args) -> int:
     from perception_safety.evaluation.bbsl_testing import format_report, run_oracle, write_report
-    from perception_safety.io.dataset import read_jsonl_frames
 
     cfg, bindings, size = _setup(args)
     spec = Spec(check_source(Path(args.spec)), bindings, size)
 
-    def frames():
-        for path in args.inputs:
-            yield from read_jsonl_frames(path, skip_bad=args.skip_bad)
-
-    report = run_oracle(spec, frames(), cfg)
+    report = run_oracle(spec, _frames(args.inputs, args.config, args.skip_bad), cfg)
     summary, table = write_report(report, args.out)
     print(format_report(report))
     print(f"wrote {summary} and {table}")

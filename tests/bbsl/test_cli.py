@@ -108,3 +108,23 @@ def test_check_well_formed_but_unanalysable_spec(tmp_path: Path, capsys) -> None
     assert main(["bbsl", "check", str(spec), "--bind", "all=frame_boxes", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["cases"] == ["any"] and out["exhaustive"] is None and "set<bb>" in out["note"]
+
+
+def test_test_command_reads_bags_and_rejects_unknown_inputs(tmp_path: Path, capsys) -> None:
+    from perception_safety.io.bag import write_frames
+
+    frames = [
+        Frame(
+            1_000,
+            detections=(Detection(Box(100, 100, 200, 200), "car"),),
+            ground_truth=(GroundTruthObject(Box(100, 100, 200, 200), "car", 30.0),),
+            frame_id="far",
+        )
+    ]
+    bag = tmp_path / "rec"
+    write_frames(bag, frames)
+    out = tmp_path / "out"
+    assert main(["bbsl", "test", S1, str(bag), "--out", str(out)]) == 0
+    assert "T/(T+F) = 1/(1+0) = 100.0%" in capsys.readouterr().out
+    assert main(["bbsl", "test", S1, str(tmp_path / "missing.jsonl"), "--out", str(out)]) == 2
+    assert "no such file" in capsys.readouterr().err
