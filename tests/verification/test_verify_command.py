@@ -65,3 +65,30 @@ def test_verify_reads_confusion_json_of_the_confusion_writer(tmp_path):
     rb = json.loads((b / "verification.json").read_text())["results"]
     assert [r["probability"] for r in ra] == pytest.approx([r["probability"] for r in rb], abs=1e-12)
     assert len(ra) == 4 * 3 * 2
+
+
+def test_verify_with_config_file(tmp_path):
+    cfg = tmp_path / "v.yaml"
+    cfg.write_text(
+        "verification:\n"
+        "  max_speeds: [1, 2]\n"
+        "  variants: [prop_by_distance]\n"
+        "  true_envs: {ped: {class: [ped], prop: ped}}\n"
+        "  specs: [stop_at_k]\n"
+        "  geometry: {cell_length_m: 5.0}\n"
+        "  plot: {true_env: ped, spec: stop_at_k}\n"
+    )
+    out = tmp_path / "o"
+    assert main(["verify", "--matrices", str(REFERENCE), "--config", str(cfg), "--out", str(out)]) == 0
+    res = json.loads((out / "verification.json").read_text())["results"]
+    assert [(r["max_speed"], r["initial_speed"]) for r in res] == [(1, 1), (2, 1), (2, 2)]
+    # 5 m cells, V = 2 (k = 4, crosswalk 5): from (1, 2) the car must see the pedestrian at x = 1 (20 m, bin 2)
+    # and at x = 3 (10 m, bin 1); "sees" = predicted set contains ped (rows ped and ped,obs)
+    import numpy as np
+
+    counts = np.array(json.loads(REFERENCE.read_text())["prop_cm"], dtype=float)
+    see = [(counts[b, 0, 0] + counts[b, 2, 0]) / counts[b, :, 0].sum() for b in range(3)]
+    assert res[2]["probability"] == pytest.approx(see[2] * see[1], abs=1e-12)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("verification:\n  export: zip\n")
+    assert main(["verify", "--matrices", str(REFERENCE), "--config", str(bad), "--out", str(out)]) == 2
