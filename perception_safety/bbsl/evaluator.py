@@ -11,6 +11,7 @@ Semantics are Definitions 3-7 of the paper on closed intervals.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -223,6 +224,9 @@ def _const(typ: Type, value):
     raise TypeError(f"no constant of type {typ}")
 
 
+_LITTLE_ENDIAN = sys.byteorder == "little"
+_PACK_MAGIC = np.uint64(0x0102040810204080)
+_PACK_SHIFT = np.uint64(56)
 _GROUP_OPS = {"<=": np.less_equal, "<": np.less, "==": np.equal}
 # col OP c  ->  (sign, group, threshold sign): ``sign * col GROUP sign * c``
 _NORMAL = {"<=": (1.0, "<="), "<": (1.0, "<"), "==": (1.0, "=="), ">=": (-1.0, "<="), ">": (-1.0, "<")}
@@ -247,28 +251,31 @@ class TableSpec:
     pre_table: np.ndarray
     case_table: np.ndarray
 
-    def __call__(self, b: np.ndarray, ex) -> tuple[np.ndarray, np.ndarray]:
+    def __call__(self, b: np.ndarray, ex: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         m = len(self.cols)
+        n = len(b)
         if m:
             v = b.take(self.cols, axis=1)
             if self.signs is not None:
                 np.multiply(v, self.signs, out=v)
-            if len(self.groups) == 1:
-                _, op, t = self.groups[0]
-                a = op(v, t)
+            if m <= 8 and _LITTLE_ENDIAN:
+                # eight 0/1 bytes per row read as one uint64; the multiply gathers byte j into bit j
+                a = np.zeros((n, 8), dtype=bool)
+                for sl, op, t in self.groups:
+                    op(v[:, sl], t, out=a[:, sl])
+                code = ((a.view(np.uint64)[:, 0] * _PACK_MAGIC) >> _PACK_SHIFT).view(np.int64)
             else:
                 a = np.empty(v.shape, dtype=bool)
                 for sl, op, t in self.groups:
                     op(v[:, sl], t, out=a[:, sl])
-            code = a.view(np.uint8) @ self.weights
+                code = a.view(np.uint8) @ self.weights
         else:
-            code = np.zeros(len(b), dtype=self.weights.dtype)
+            code = np.zeros(n, dtype=np.int64)
         if self.uses_ex:
-            if ex.ndim == 0:
-                if ex:
-                    code = code + self.weights.dtype.type(1 << m)
-            else:
-                code = code + (ex.astype(self.weights.dtype) << m)
+            if ex.ndim == 0:  # one flag for all rows: look up in the half of the tables it selects
+                half = slice(1 << m, 2 << m) if ex else slice(0, 1 << m)
+                return self.pre_table[half].take(code), self.case_table[half].take(code, axis=0)
+            code = code + (ex.astype(np.int64) << m)
         return self.pre_table.take(code), self.case_table.take(code, axis=0)
 
 
@@ -325,7 +332,7 @@ def compile_table(checked: CheckedSpec, bindings: Mapping[str, Binding], image_s
         groups=tuple(groups),
         uses_ex=bool(ex_atoms),
         k=k,
-        weights=(1 << np.arange(len(cols))).astype(np.uint8 if k <= 8 else np.int64),
+        weights=(1 << np.arange(len(cols))).astype(np.int64),
         pre_table=pre_table,
         case_table=case_table,
     )
