@@ -322,9 +322,11 @@ def run_evaluate(
     )
     ev.timings["read_and_map_s"] = t1 - t0
     analyses = cfg.evaluate.analyses
-    steps = [
-        (a, f) for a, f in (("confusion", _confusion), ("pcd", _pcd), ("verification", _verification)) if a in analyses
-    ]
+    all_steps = (("confusion", _confusion), ("pcd", _pcd), ("verification", _verification), ("bbsl", _bbsl))
+    steps = [(a, f) for a, f in all_steps if a in analyses]
+    episodes, notes = _read_episodes(episode_logs) if "returns" in analyses else ([], [])
+    if episodes:
+        steps.append(("returns", lambda ev, red, cfg, out: _returns(ev, episodes, notes, cfg, out)))
     with progress_bar(console) as bar:
         task = bar.add_task("analyses", total=len(steps))
         for name, step in steps:

@@ -10,11 +10,14 @@ from perception_safety.io.bag import write_frames
 
 SMALL_CONFIG = """
 evaluate:
-  analyses: [confusion, pcd, verification]
+  analyses: [confusion, pcd, verification, bbsl, returns]
   pcd_targets:
     - {name: pedestrian, class_id: pedestrian}
 confusion:
   classes: {ped: [pedestrian], obs: [car]}
+bbsl:
+  image_size: [1280, 720]
+  target_classes: [pedestrian]
 verification:
   max_speeds: [1, 2, 3]
   specs: [stop_at_k, phi1]
@@ -31,7 +34,8 @@ def scene_frames(n: int, seed: int) -> list[Frame]:
             d = float(rng.uniform(2, 95))
             h = 7000.0 / d
             cx = 640 + 30 * lateral
-            box = Box(cx - h / 3, 360 - h / 2, cx + h / 3, 360 + h / 2)
+            cy = 420 + 200 * rng.uniform()  # near the warning region's top edge (y = 468)
+            box = Box(cx - h / 3, cy - h / 2, cx + h / 3, cy + h / 2)
             gts.append(GroundTruthObject.at_position(box, cls, (d, lateral, 0.0), track))
             if rng.uniform() < 1.05 - d / 100:
                 j = rng.normal(0, 0.04 * h, 4)
@@ -65,6 +69,38 @@ def evaluated(recorded_bags, tmp_path_factory):
     from perception_safety.cli import main
 
     root, _, config = recorded_bags
-    out = tmp_path_factory.mktemp("evaluated") / "out"
-    assert main(["evaluate", str(root), "--config", str(config), "--out", str(out)]) == 0
-    return out, json.loads((out / "results.json").read_text())
+    base = tmp_path_factory.mktemp("evaluated")
+    log = base / "episodes.jsonl"
+    write_episode_log(log)
+    out = base / "out"
+    assert main(["evaluate", str(root), "--config", str(config), "--out", str(out), "--episodes", str(log)]) == 0
+    return out, json.loads((out / "results.json").read_text()), log
+
+
+def write_episode_log(path) -> None:
+    """Three aligned rollouts of two scenarios: one collision avoided by the monitor, one false alarm."""
+    from perception_safety.io.episode_log import EpisodeLogWriter, EpisodeStep
+
+    def steps(stop_at, collide_at, alarm_at=None, n=6):
+        out = []
+        for t in range(n):
+            running = stop_at is None or t < stop_at
+            out.append(
+                EpisodeStep(
+                    t,
+                    running,
+                    collision=(t == collide_at),
+                    stop=not running,
+                    alarm=alarm_at is not None and t >= alarm_at,
+                    frame=scene_frames(1, t)[0],
+                )
+            )
+        return out
+
+    with EpisodeLogWriter(path) as w:
+        w.write_episode("s1", "perception", steps(None, 4, alarm_at=2), {"horizon": 6})
+        w.write_episode("s1", "monitored", steps(3, None, alarm_at=2), {"horizon": 6})
+        w.write_episode("s1", "ground_truth", steps(3, None), {"horizon": 6})
+        w.write_episode("s2", "perception", steps(None, None, alarm_at=1), {"horizon": 6})
+        w.write_episode("s2", "monitored", steps(2, None, alarm_at=1), {"horizon": 6})
+        w.write_episode("s2", "ground_truth", steps(None, None), {"horizon": 6})

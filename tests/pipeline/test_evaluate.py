@@ -8,10 +8,14 @@ import numpy as np
 import pytest
 
 from perception_safety.cli import main
+from perception_safety.evaluation.bbsl_testing import run_oracle
 from perception_safety.evaluation.confusion import confusion_from_frames
 from perception_safety.evaluation.pcd import compute_pcd
 from perception_safety.evaluation.pcd_samples import samples_from_frames
+from perception_safety.evaluation.returns import returns_report
 from perception_safety.io.bag import write_frames
+from perception_safety.io.episode_log import read_episode_log
+from perception_safety.pipeline.evaluate import load_evaluate_spec
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.sweep import run_sweep
@@ -24,7 +28,7 @@ def evaluate(root, config, out, jobs=1) -> dict:
 
 def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
     _, frames, config = recorded_bags
-    out, res = evaluated
+    out, res, log = evaluated
     cfg, _ = load_evaluate_config(config)
     assert res["frames"] == len(frames) == 360
 
@@ -63,6 +67,20 @@ def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
     }
     assert got_v.keys() == expected.keys() and len(got_v) > 0
     assert all(got_v[k] == pytest.approx(v, abs=1e-12) for k, v in expected.items())
+    spec = load_evaluate_spec("stop_region", cfg)
+    oracle = run_oracle(spec, frames, cfg.bbsl).to_dict()
+    assert res["bbsl"]["stop_region"]["table3"] == oracle["table3"]
+    counts = {e: {c: v["count"] for c, v in row.items()} for e, row in oracle["table4"].items()}
+    got4 = res["bbsl"]["stop_region"]["table4"]
+    assert {e: {c: v["count"] for c, v in row.items()} for e, row in got4.items()} == counts
+    assert oracle["table3"]["bbsl"]["T"] > 0 and oracle["table3"]["bbsl"]["F"] > 0
+
+    direct_returns = returns_report(read_episode_log(log), cfg.returns)
+    assert res["returns"]["E2"]["frames"] == direct_returns["E2"]["frames"]
+    assert res["returns"]["E1"]["frames"] == direct_returns["E1"]["frames"]
+    e2 = res["returns"]["E2"]["frames"]
+    assert e2["SG"] + e2["RH"] == pytest.approx(e2["hazard_f"], abs=1e-12) and e2["SG"] > 0
+
     html = (out / "report.html").read_text()
     assert "Summary" in html and "data:image/png;base64," in html
 

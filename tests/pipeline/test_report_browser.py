@@ -24,7 +24,7 @@ FLAGS = [
 
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (make test installs it with apt-get as root)")
 def test_report_renders_in_headless_chromium(evaluated, tmp_path):
-    out, results = evaluated
+    out, results, _ = evaluated
     url = (out / "report.html").resolve().as_uri()
     profile = tmp_path / "profile"
     shot = tmp_path / "first_screen.png"
