@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from perception_safety.core.types import EgoState, GroundTruthObject
+from perception_safety.core.types import Box, EgoState, GroundTruthObject
 from perception_safety.sim.camera import cuboid_corners, project_cuboid
 from perception_safety.sim.kinematics import WorldState, advance, initial_state
 from perception_safety.sim.render import Actor, Part, Renderer, SceneTextures
@@ -28,6 +28,7 @@ class BuiltinConfig(BaseModel):
     min_visible_fraction: float = Field(default=0.2, ge=0.0, le=1.0)
     pedestrian_class: str = "pedestrian"
     car_class: str = "car"
+    background_cache: int = Field(default=96, ge=0, description="rendered backgrounds kept per process (2.7 MB each)")
 
 
 def pedestrian_parts(cfg: ScenarioConfig, x: float, y: float) -> tuple[Part, ...]:
@@ -68,7 +69,9 @@ class BuiltinBackend:
     ) -> None:
         self.cfg = cfg
         self.options = options or BuiltinConfig()
-        self.renderer = renderer or Renderer(cfg, SceneTextures(cfg, self.options.texture_seed))
+        self.renderer = renderer or Renderer(
+            cfg, SceneTextures(cfg, self.options.texture_seed), self.options.background_cache
+        )
         self._state: WorldState = initial_state(cfg)
         self._index = 0
         self._cars = [
@@ -112,7 +115,6 @@ class BuiltinBackend:
         cfg = self.cfg
         actors = self._actors()
         image, mask, silhouettes = self.renderer.render(s.ego_x, actors)
-        counts = np.bincount(mask.ravel(), minlength=len(actors) + 2)
         p = cfg.pedestrian
         boxes3d = [(PEDESTRIAN_ID, (s.ped_x, s.ped_y, p.height / 2.0), (p.width / 2, p.depth / 2, p.height / 2),
                     self.options.pedestrian_class, "pedestrian_0")]
@@ -127,9 +129,17 @@ class BuiltinBackend:
             if box is None:
                 continue
             silhouette = silhouettes.get(aid, 0)
-            if silhouette == 0 or counts[aid] / silhouette < self.options.min_visible_fraction:
+            if silhouette == 0 or _visible_pixels(mask, box, aid) / silhouette < self.options.min_visible_fraction:
                 continue
             gts.append(GroundTruthObject.at_position(box, cls, ego_center, track))
         ego = EgoState(s.ego_x, cfg.ego.lane_y, 0.0, s.ego_speed)
         stamp = round(self._index * 1e9 / cfg.fps)
         return Observation(self._index, stamp, image, tuple(gts), ego, collision, s.collided)
+
+
+def _visible_pixels(mask: np.ndarray, box: Box, aid: int) -> int:
+    """Pixels of actor ``aid`` in the id mask (searched inside its projected box, which contains them)."""
+    h, w = mask.shape
+    x0, y0 = max(0, int(box.x_min) - 1), max(0, int(box.y_min) - 1)
+    x1, y1 = min(w, int(box.x_max) + 2), min(h, int(box.y_max) + 2)
+    return int(np.count_nonzero(mask[y0:y1, x0:x1] == aid))

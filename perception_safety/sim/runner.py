@@ -130,13 +130,16 @@ class StageTimes:
     monitor: float = 0.0
     record: float = 0.0
     frames: int = 0
+    perturbed: int = 0
+
+    _KEYS = ("render", "perturb", "detect", "monitor", "record", "frames", "perturbed")
 
     def add(self, other: StageTimes) -> None:
-        for k in ("render", "perturb", "detect", "monitor", "record", "frames"):
+        for k in self._KEYS:
             setattr(self, k, getattr(self, k) + getattr(other, k))
 
     def as_dict(self) -> dict[str, float]:
-        return {k: getattr(self, k) for k in ("render", "perturb", "detect", "monitor", "record", "frames")}
+        return {k: getattr(self, k) for k in self._KEYS}
 
 
 @dataclass
@@ -172,7 +175,9 @@ class EpisodeEngine:
     def _renderer(self, scen: ScenarioConfig) -> Renderer:
         key = scen.model_dump_json() + str(self.cfg.builtin.texture_seed)
         if key not in self._renderers:
-            self._renderers[key] = Renderer(scen, SceneTextures(scen, self.cfg.builtin.texture_seed))
+            self._renderers[key] = Renderer(
+                scen, SceneTextures(scen, self.cfg.builtin.texture_seed), self.cfg.builtin.background_cache
+            )
         return self._renderers[key]
 
     def _builtin(self, scen: ScenarioConfig) -> BuiltinBackend:
@@ -239,6 +244,7 @@ class EpisodeEngine:
                 t0 = time.perf_counter()
                 if id(o) not in perturbed:
                     perturbed[id(o)] = self._perturbed(spec, o)
+                    times.perturbed += 1
                 img = perturbed[id(o)]
                 t1 = time.perf_counter()
                 times.perturb += t1 - t0
@@ -273,6 +279,7 @@ class EpisodeEngine:
                     times.render += time.perf_counter() - t0
                 t0 = time.perf_counter()
                 img = self._perturbed(spec, o)
+                times.perturbed += 1
                 t1 = time.perf_counter()
                 times.perturb += t1 - t0
                 dets = ground_truth_detections(o.ground_truth) if r == GROUND_TRUTH else det.detect(
@@ -502,7 +509,7 @@ def run_sweep(
                 complete, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in complete:
                     part = fut.result()
-                    t = StageTimes(**{k: v for k, v in part.items() if k != "frames"}, frames=int(part["frames"]))
+                    t = StageTimes(**{k: (int(v) if k in ("frames", "perturbed") else v) for k, v in part.items()})
                     times.add(t)
                     finished += 1
                     if progress:
