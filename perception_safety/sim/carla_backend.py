@@ -190,6 +190,7 @@ class CarlaBackend:
     def reset(self, seed: int = 0) -> Observation:
         """Tear down any previous episode, set up synchronous mode and spawn the scenario; frame 0."""
         self._destroy_actors()
+        self.k = Intrinsics.from_fov(self.cfg.camera.width, self.cfg.camera.height, self.cfg.camera.fov_deg)
         try:
             self._setup(seed)
             return self._tick_and_observe()

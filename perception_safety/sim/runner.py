@@ -49,6 +49,7 @@ CLEAN = "none"
 LOGS_DIR = "logs"
 BAGS_DIR = "bags"
 RESULTS_FILE = "results.json"
+STOPPED_SPEED = 0.05  # m/s: below this the ego counts as stopped (CARLA reports tiny residual speeds)
 
 
 class EpisodeRunError(PerceptionSafetyError):
@@ -308,7 +309,7 @@ class EpisodeEngine:
             roll.first_alarm = o.index
         if roll.braking and roll.first_stop is None:
             roll.first_stop = o.index
-        running = o.ego.speed > 0.0
+        running = o.ego.speed > STOPPED_SPEED
         roll.collided = roll.collided or o.collision
         roll.steps.append(
             EpisodeStep(
