@@ -358,7 +358,8 @@ class CompiledSpec:
 
     def evaluate(self, boxes: np.ndarray, ex, sets: Sequence[np.ndarray] = ()) -> tuple[np.ndarray, np.ndarray]:
         """``(precondition, cases)`` for an ``(n, 4)`` float64 array, by truth table when possible."""
-        ex = np.asarray(ex, dtype=bool)
+        if type(ex) is not np.ndarray or ex.dtype != bool:
+            ex = np.asarray(ex, dtype=bool)
         if self.table is not None and len(boxes) <= TABLE_MAX_BOXES:
             return self.table(boxes, ex)
         return self.fn(boxes[:, 0], boxes[:, 1], boxes[:, 2], boxes[:, 3], ex, sets)

@@ -27,6 +27,7 @@ from perception_safety.bbsl.typecheck import CheckedSpec, check_spec
 from perception_safety.core.types import Frame
 
 DEFAULT_IMAGE_SIZE = (1242, 375)  # KITTI, Section 5.1
+_TRUE = np.asarray(True)
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,12 @@ class Spec:
                 source=self.source,
             )
         compiled = self.compiled if image_size is None else self._compile((float(image_size[0]), float(image_size[1])))
-        set_arrays = [
-            np.asarray((sets or {}).get(name, b), dtype=np.float64).reshape(-1, 4) for name in compiled.set_names
-        ]
-        return compiled.evaluate(b, np.asarray(exists, dtype=bool), set_arrays)
+        ex = _TRUE if exists is True else np.asarray(exists, dtype=bool)
+        if not compiled.set_names:
+            return compiled.evaluate(b, ex)
+        given = sets or {}
+        set_arrays = [np.asarray(given.get(name, b), dtype=np.float64).reshape(-1, 4) for name in compiled.set_names]
+        return compiled.evaluate(b, ex, set_arrays)
 
     def cases_for_boxes(self, boxes: np.ndarray, image_size: tuple[float, float] | None = None) -> np.ndarray:
         """Bool matrix ``(n, n_cases)``: case j holds with box i as the subject (precondition ignored)."""
