@@ -102,3 +102,21 @@ def test_image_bytes_bgra_to_rgb() -> None:
     bgra = np.array([[[1, 2, 3, 255], [4, 5, 6, 255]]], dtype=np.uint8)
     rgb = image_to_rgb(bgra.tobytes(), 2, 1)
     np.testing.assert_array_equal(rgb, [[[3, 2, 1], [6, 5, 4]]])
+
+
+def test_episodes_cli_with_carla_and_no_server_exits_2_with_the_message(tmp_path, capsys) -> None:
+    from perception_safety.cli import main
+
+    from .conftest import write_tiny_config
+
+    port = _free_port()
+    cfg = write_tiny_config(
+        tmp_path / "cfg",
+        perturbations=[{"name": "brightness", "levels": [1]}],
+        carla={"host": "127.0.0.1", "port": port, "timeout_s": 1.0},
+    )
+    rc = main(["episodes", "--config", str(cfg), "--backend", "carla", "--out", str(tmp_path / "out"), "--no-progress"])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: no CARLA server answered at 127.0.0.1:") and f":{port} " in err
+    assert not list((tmp_path / "out").glob("logs/*.jsonl"))
