@@ -136,6 +136,46 @@ def _stats(samples: list[tuple[int, int]], t0: int, t1: int, rate: float, cpu: f
     }
 
 
+def in_process_costs(width: int, height: int, repeats: int = 30) -> dict[str, float]:
+    """Median CPU ms per frame of the node's work without DDS: CDR decode, + image conversion, + monitors."""
+    import numpy as np
+    from rclpy.serialization import serialize_message
+
+    from perception_safety.core.types import Box, Detection, Frame
+    from perception_safety.monitors.config import MonitorsConfig
+    from perception_safety.ros import convert
+    from perception_safety.ros.safety_monitor_node import MonitorSuite
+
+    img = np.random.default_rng(0).integers(0, 256, size=(height, width, 3), dtype=np.uint8)
+    raw_img = serialize_message(convert.image_msg(img, 1))
+    dets = tuple(Detection(Box(100.0 + 40 * i, 300.0, 180.0 + 40 * i, 500.0), "car", 0.8) for i in range(5))
+    raw_det = serialize_message(convert.detection_array_msg(dets, 1))
+    suite = MonitorSuite(MonitorsConfig())
+
+    def timed(fn) -> float:
+        t = []
+        for _ in range(repeats):
+            t0 = time.process_time()
+            fn()
+            t.append(time.process_time() - t0)
+        return 1000.0 * float(np.median(t))
+
+    def decode():
+        convert.decode_cdr(raw_img, "sensor_msgs/msg/Image", "/i")
+        convert.decode_cdr(raw_det, "vision_msgs/msg/Detection2DArray", "/d")
+
+    def convert_all():
+        m = convert.decode_cdr(raw_img, "sensor_msgs/msg/Image", "/i")
+        d = convert.decode_cdr(raw_det, "vision_msgs/msg/Detection2DArray", "/d")
+        return Frame(1, convert.detections_from_msg(d), image=convert.image_from_msg(m))
+
+    def full():
+        results, _ = suite.evaluate(convert_all())
+        convert.diagnostic_array_msg([convert.result_status(r) for r in results], 1)
+
+    return {"decode": timed(decode), "decode+convert": timed(convert_all), "decode+convert+monitors": timed(full)}
+
+
 def _measure(proc: subprocess.Popen, warmup: float, seconds: float) -> tuple[int, int, float]:
     time.sleep(warmup)
     c0, t0 = _cpu_seconds(proc.pid), time.time_ns()
@@ -219,6 +259,7 @@ def main() -> int:
     finally:
         _stop(publisher)
 
+    costs = in_process_costs(a.width, a.height)
     base = results["bare subscriber"]
     print(f"{a.width}x{a.height} rgb8 at {a.rate:g} Hz + Detection2DArray(5), {a.seconds:g} s window "
           f"(after {a.warmup:g} s warm-up), Fast DDS profile config/fastdds_loopback_shm.xml")
@@ -229,6 +270,7 @@ def main() -> int:
     mon = results["safety_monitor node"]
     print(f"{'ratio node/bare':<22}" + "".join(
         f"{(mon[k] / base[k] if base[k] else float('nan')):>20.2f}" for k in keys))
+    print("in-process CPU per frame, no DDS (median ms): " + ", ".join(f"{k} {v:.2f}" for k, v in costs.items()))
     return 0
 
 

@@ -64,6 +64,18 @@ def test_active_cases_per_spec_and_sigterm(ros_client, ros_tools, tmp_path):
     assert (counts["stop"], counts["NOT stop"], counts["subjects"]) == ("1", "1", "2")
     assert s3[0].level == b"\x01" and s3[1].level == b"\x00"  # alert_cases: [stop] -> WARN
     assert "bbsl_monitor: s1_stopping_distance" in by_stamp[100]
+
+    # a NaN box is skipped, reported on /diagnostics, and the node keeps evaluating
+    diag = ros_client.collect(DiagnosticArray, "/diagnostics")
+    bad = convert.detection_array_msg([Detection(Box(*ahead), "car", 0.9)], 200)
+    bad.detections[0].bbox.center.position.y = float("inf")
+    pub.publish(bad)
+    assert ros_tools.wait_until(lambda: any(
+        st.name == "bbsl_monitor: input" and st.level == b"\x01" and DETS in st.message and "non-finite" in st.message
+        for arr in list(diag) for st in arr.status), timeout=10), proc.output()
+    pub.publish(convert.detection_array_msg([Detection(Box(*aside), "car", 0.9)], 201))
+    assert ros_tools.wait_until(lambda: any(convert.stamp_to_ns(m.header.stamp) == 201 for m in list(cases)))
+    assert not any(convert.stamp_to_ns(m.header.stamp) == 200 for m in list(cases))
     assert proc.stop(signal.SIGTERM) == 0, proc.output()
 
 
