@@ -31,7 +31,7 @@ def _readonly(a: np.ndarray) -> np.ndarray:
     return a
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ObservationModel:
     """``μ_k(y, x_e)`` for one true environment ``x_e``: ``probs[bin, outcome]`` (eqs. 5 and 8).
 
@@ -102,7 +102,7 @@ class ObservationModel:
         return np.where(inside, idx, -1)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class AbstractSystem:
     """A finite abstract system for Algorithm 3: states ``0..n_states-1`` of agent × (fixed) environment.
 
@@ -119,7 +119,7 @@ class AbstractSystem:
     describe: Callable[[int], str] = str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MarkovChain:
     """A DTMC ``M = (S, Pr, ι_init, AP, L)`` (Definition 1) as CSR arrays plus boolean label masks."""
 
