@@ -80,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
         from perception_safety.report.verification_plots import plot_satisfaction
 
         spec = cfg.plot.spec if cfg.plot.spec in sweep.specs else next(iter(sweep.specs))
-        plot_satisfaction(sweep.results, args.out / "verification.png", cfg.plot.true_env, spec, cfg.variants)
+        plot_satisfaction(sweep.results, args.out / "verification.png", cfg.plot.true_env, spec, cfg.variants,
+                          cfg.plot.log_scale)
         written.append("verification.png")
     n_states = max(c["n_states"] for c in sweep.chains)
     print(f"{len(sweep.results)} probabilities from {len(sweep.chains)} chains (largest {n_states} states); "

@@ -31,15 +31,22 @@ def curves(results: Iterable[Mapping[str, Any]], variant: str, true_env: str, sp
     return {v: sorted(pts) for v, pts in sorted(out.items())}
 
 
-def draw_variant(ax: Axes, results: Iterable[Mapping[str, Any]], variant: str, true_env: str, spec: str) -> int:
-    """One panel; returns the number of lines drawn."""
+def draw_variant(
+    ax: Axes, results: Iterable[Mapping[str, Any]], variant: str, true_env: str, spec: str, log_scale: bool = False
+) -> int:
+    """One panel; returns the number of lines drawn. ``log_scale`` drops zero probabilities (not drawable)."""
     data = curves(results, variant, true_env, spec)
     for V, pts in data.items():
+        if log_scale:
+            pts = [p for p in pts if p[1] > 0]
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, linewidth=1.2, label=f"V={V}")
     ax.set_title(TITLES.get(variant, variant), fontsize=10)
     ax.set_xlabel("initial speed v0 (cells/step)")
     ax.set_ylabel(f"P(s0 ⊨ {spec})")
-    ax.set_ylim(-0.02, 1.02)
+    if log_scale:
+        ax.set_yscale("log")
+    else:
+        ax.set_ylim(-0.02, 1.02)
     ax.grid(True, linestyle="--", alpha=0.3)
     if data:
         ax.legend(fontsize=7, title="max speed", title_fontsize=7, ncol=2)
@@ -49,6 +56,7 @@ def draw_variant(ax: Axes, results: Iterable[Mapping[str, Any]], variant: str, t
 def plot_satisfaction(
     results: Iterable[Mapping[str, Any]], path: str | Path, true_env: str = "ped", spec: str = "phi",
     variants: Iterable[str] = ("class", "class_by_distance", "prop", "prop_by_distance"),
+    log_scale: bool = False,
 ) -> Path:
     """Write the Fig. 8-style 2×2 figure (PNG or any matplotlib format by suffix)."""
     results = list(results)
@@ -59,7 +67,7 @@ def plot_satisfaction(
     FigureCanvasAgg(fig)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, variant in zip(axes, variants, strict=False):
-        draw_variant(ax, results, variant, true_env, spec)
+        draw_variant(ax, results, variant, true_env, spec, log_scale)
     for ax in axes[len(variants):]:
         ax.set_visible(False)
     fig.suptitle(f"Satisfaction probability, true environment '{true_env}', spec '{spec}'")

@@ -44,6 +44,7 @@ class PlotConfig(BaseModel):
 
     true_env: str = "ped"
     spec: str = "phi"
+    log_scale: bool = False
 
 
 class VerificationConfig(BaseModel):

@@ -30,3 +30,12 @@ def test_panel_lines_match_data():
 def test_plot_file_written(tmp_path):
     path = plot_satisfaction(RECORDS, tmp_path / "fig.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_log_scale_drops_zeros():
+    records = [*RECORDS, {"variant": "class", "true_env": "ped", "spec": "phi", "max_speed": 3, "initial_speed": 1,
+                          "probability": 0.0}]
+    ax = Figure().subplots()
+    draw_variant(ax, records, "class", "ped", "phi", log_scale=True)
+    assert ax.get_yscale() == "log"
+    assert [list(line.get_ydata()) for line in ax.get_lines()] == [[0.5], [0.5, 0.25], []]

@@ -122,3 +122,10 @@ def test_csv_has_full_precision(tmp_path):
     text = write_csv(tmp_path / "v.csv", rows).read_text().splitlines()
     assert text[0] == "variant,true_env,spec,max_speed,initial_speed,probability"
     assert float(text[1].split(",")[-1]) == 1 / 3
+
+
+def test_shipped_config_is_the_default():
+    from pathlib import Path
+
+    shipped = Path(__file__).resolve().parents[2] / "config" / "verification.yaml"
+    assert load_model(shipped, VerificationConfig, section="verification") == VerificationConfig()
