@@ -17,7 +17,7 @@ setup(
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
         (f"share/{PACKAGE}/config/specs", glob("config/specs/*.bbsl")),
     ],
-    package_data={PACKAGE: ["io/msg/vision_msgs/*.msg"]},
+    package_data={PACKAGE: ["io/msg/vision_msgs/*.msg", "bbsl/*.lark"]},
     install_requires=["setuptools"],
     zip_safe=False,
     maintainer="perception_safety developers",
