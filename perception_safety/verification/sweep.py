@@ -67,8 +67,14 @@ def observation_model(
     return prop_observations(probs, confusion.prop_labels, env.prop, edges, confusion.empty_label, source)
 
 
-def env_labels(confusion: DistanceConfusion, variant: str, env: TrueEnvConfig) -> dict[str, bool]:
-    """The environment's atomic propositions: one label per class, true when the class is present."""
+def env_labels(
+    confusion: DistanceConfusion, variant: str, env: TrueEnvConfig, pedestrian: str = "ped"
+) -> dict[str, bool]:
+    """The environment's atomic propositions: one label per class, true when the class is present.
+
+    The built-in specs name ``ped``; when the pedestrian class is called otherwise (``pedestrian_label``),
+    ``ped`` is added as an alias for it.
+    """
     by_class = variant.startswith("class")
     present = set(env.class_objects) if by_class else {p.strip() for p in env.prop.split(",")}
     out = {}
@@ -76,6 +82,7 @@ def env_labels(confusion: DistanceConfusion, variant: str, env: TrueEnvConfig) -
         if not c.isidentifier():
             raise VerificationError(f"class {c!r} cannot be a Storm label; rename it (letters, digits, '_')")
         out[c] = c in present
+    out.setdefault("ped", pedestrian in present)
     return out
 
 
@@ -87,10 +94,11 @@ def build_variant_chain(
     env = cfg.true_envs[env_name]
     g = geometry_for(max_speed, cfg.geometry)
     speeds = cfg.initial_speeds if cfg.initial_speeds is not None else list(range(1, max_speed + 1))
-    speeds = [v for v in speeds if v <= max_speed] or [0]
-    system = car_pedestrian_system(
-        g, env_labels(confusion, variant, env), speeds, cfg.pedestrian_label, cfg.geometry.initial_cell
-    )
+    speeds = [v for v in speeds if v <= max_speed]
+    if not speeds:
+        raise VerificationError(f"initial_speeds {cfg.initial_speeds}: none is within 0..{max_speed} (max speed)")
+    labels = env_labels(confusion, variant, env, cfg.pedestrian_label)
+    system = car_pedestrian_system(g, labels, speeds, cfg.pedestrian_label, cfg.geometry.initial_cell)
     return g, build_chain(system, observation_model(confusion, variant, env, cfg.beyond_last_bin, name))
 
 

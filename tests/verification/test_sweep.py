@@ -129,3 +129,23 @@ def test_shipped_config_is_the_default():
 
     shipped = Path(__file__).resolve().parents[2] / "config" / "verification.yaml"
     assert load_model(shipped, VerificationConfig, section="verification") == VerificationConfig()
+
+
+def test_other_class_names_keep_builtin_specs_working():
+    """A detector whose pedestrian class is 'person': 'ped' becomes an alias label for the built-in specs."""
+    data = {
+        "bin_edges": [[0, 10], [10, 20]],
+        "class_labels": ["person", "car", "empty"],
+        "prop_labels": ["person", "car", "person,car", "empty"],
+        "class_cm": [[[3, 0, 0], [0, 5, 0], [1, 5, 9]]] * 2,
+        "prop_cm": [[[3, 0, 1, 0], [0, 5, 0, 0], [0, 0, 1, 0], [1, 5, 0, 9]]] * 2,
+    }
+    dc = confusion_from_mapping(data, "person.json")
+    cfg = VerificationConfig(max_speeds=[1], variants=["class_by_distance", "prop"], specs=["phi", "phi1"],
+                             pedestrian_label="person",
+                             true_envs={"ped": {"class": ["person"], "prop": "person"},
+                                        "car": {"class": ["car"], "prop": "car"}})
+    res = {(r["variant"], r["true_env"], r["spec"]): r["probability"] for r in run_sweep(dc, cfg).results}
+    assert res[("class_by_distance", "ped", "phi")] == pytest.approx(3 / 4, abs=1e-12)
+    assert res[("prop", "ped", "phi")] == pytest.approx(3 / 4, abs=1e-12)
+    assert res[("class_by_distance", "car", "phi1")] == pytest.approx(1.0, abs=1e-12)
