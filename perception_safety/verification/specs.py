@@ -12,7 +12,8 @@ cells ``C_{k-1}..C_N`` are ``at_or_past_k`` and ``C_1..C_{k-2}`` (S3) are ``befo
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -71,17 +72,19 @@ def check(chain: MarkovChain, formula: str, precision: float = 1e-12) -> np.ndar
     unknown = sorted(formula_labels(formula) - known)
     if unknown:
         raise VerificationError(f"formula {formula!r} names unknown label(s) {unknown}; known: {sorted(known)}")
-    try:
-        props = stormpy.parse_properties(formula)
-    except Exception as exc:  # stormpy raises RuntimeError subclasses with the parser message
-        raise VerificationError(f"cannot parse formula {formula!r}: {exc}") from exc
+    with _storm_quiet():
+        try:
+            props = stormpy.parse_properties(formula)
+        except Exception as exc:  # stormpy raises RuntimeError subclasses with the parser message
+            raise VerificationError(f"cannot parse formula {formula!r}: {exc}") from exc
     if len(props) != 1:
         raise VerificationError(f"expected exactly one property in {formula!r}, got {len(props)}")
     model = chain.storm_model()
-    try:
-        result = stormpy.model_checking(model, props[0], environment=_environment(precision))
-    except Exception as exc:
-        raise VerificationError(f"Storm failed on {formula!r}: {exc}") from exc
+    with _storm_quiet():
+        try:
+            result = stormpy.model_checking(model, props[0], environment=_environment(precision))
+        except Exception as exc:
+            raise VerificationError(f"Storm failed on {formula!r}: {exc}") from exc
     if not _flag(result, "is_quantitative") or not _flag(result, "is_result_for_all_states"):
         raise VerificationError(f"formula {formula!r} must be a quantitative query such as 'P=? [F \"label\"]'")
     return np.asarray(result.get_value_vector(), dtype=np.float64)
@@ -90,3 +93,20 @@ def check(chain: MarkovChain, formula: str, precision: float = 1e-12) -> np.ndar
 def _flag(result: Any, name: str) -> bool:
     attr = getattr(result, name, False)
     return bool(attr() if callable(attr) else attr)
+
+
+@contextmanager
+def _storm_quiet() -> Iterator[None]:
+    """Silence Storm's own logger (it prints errors to stdout); our exception carries the message instead."""
+    try:
+        from stormpy import developer
+
+        previous = developer.get_log_level()
+        developer.set_log_level(developer.LogLevel.OFF)
+    except (ImportError, AttributeError):  # logger control is a developer API; carry on without it
+        yield
+        return
+    try:
+        yield
+    finally:
+        developer.set_log_level(previous)
