@@ -236,13 +236,23 @@ def _connections(
     return conns
 
 
-def _decode_topic(
-    reader: Reader, bag: str, role: str, conn: Any, report: BagReadReport
-) -> tuple[np.ndarray, list[Any]]:
+def _decode_topics(
+    reader: Reader, bag: str, conns: dict[str, Any], report: BagReadReport
+) -> dict[str, tuple[np.ndarray, list[Any]]]:
+    """Decode every non-image topic in one pass over the bag (one read of the file, whatever its size)."""
     store = ros2_typestore()
-    stamps, values = [], []
+    roles = {conn.id: role for role, conn in conns.items() if role != "image"}
+    stamps: dict[str, list[int]] = {role: [] for role in roles.values()}
+    values: dict[str, list[Any]] = {role: [] for role in roles.values()}
+    counts = dict.fromkeys(roles.values(), 0)
+    wanted = [conns[role] for role in roles.values()]
+    if not wanted:
+        return {}
     try:
-        for index, (_, _, raw) in enumerate(reader.messages(connections=[conn])):
+        for conn, _, raw in reader.messages(connections=wanted):
+            role = roles[conn.id]
+            index = counts[role]
+            counts[role] += 1
             try:
                 msg = store.deserialize_cdr(raw, conn.msgtype)
                 value = _DECODE[role](msg)
@@ -253,13 +263,12 @@ def _decode_topic(
             except Exception as exc:  # undecodable CDR bytes
                 report.skipped.append(SkippedMessage(bag, conn.topic, index, f"cannot deserialize: {exc}"))
                 continue
-            stamps.append(stamp)
-            values.append(value)
-    except BagError:
-        raise
+            stamps[role].append(stamp)
+            values[role].append(value)
     except Exception as exc:
-        raise BagError(f"{bag}: {conn.topic}: bag data unreadable (truncated or corrupt?): {exc}") from exc
-    return np.asarray(stamps, dtype=np.int64), values
+        topics = ", ".join(c.topic for c in wanted)
+        raise BagError(f"{bag}: {topics}: bag data unreadable (truncated or corrupt?): {exc}") from exc
+    return {role: (np.asarray(stamps[role], dtype=np.int64), values[role]) for role in stamps}
 
 
 def _image_stamps(reader: Reader, bag: str, conn: Any, report: BagReadReport) -> np.ndarray:
@@ -280,7 +289,7 @@ def _read_open(
     reader: Reader, bag: str, topics: BagTopics, tolerance_ns: int, with_images: bool, report: BagReadReport
 ) -> Iterator[Frame]:
     conns = _connections(reader, bag, topics, with_images, report)
-    decoded = {role: _decode_topic(reader, bag, role, c, report) for role, c in conns.items() if role != "image"}
+    decoded = _decode_topics(reader, bag, conns, report)
     image_stamps = _image_stamps(reader, bag, conns["image"], report) if "image" in conns else None
 
     if topics.anchor == "image":

@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
@@ -76,7 +76,7 @@ def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
                 "case_names": list(rep.case_names),
                 "frames": rep.frames,
                 "out_of_scope": rep.out_of_scope,
-                "test_cases": [asdict(tc) for tc in rep.test_cases],
+                "test_cases": [_test_case_record(tc) for tc in rep.test_cases],
                 "breakdown_verdicts": list(rep.breakdown_verdicts),
             }
     if "pcd" in analyses:
@@ -97,6 +97,13 @@ class Reduced:
     confusion: DistanceConfusion | None = None
     pcd_samples: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
     bbsl: dict[str, OracleReport] = field(default_factory=dict)
+
+
+_TEST_CASE_FIELDS = tuple(f.name for f in fields(TestCase))
+
+
+def _test_case_record(tc: TestCase) -> dict[str, Any]:
+    return {name: getattr(tc, name) for name in _TEST_CASE_FIELDS}
 
 
 def _test_case(d: dict[str, Any]) -> TestCase:
