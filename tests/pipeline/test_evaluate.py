@@ -86,7 +86,11 @@ def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
 
 
 def test_one_and_two_jobs_give_identical_results(recorded_bags, tmp_path):
-    root, _, config = recorded_bags
+    """The map runs in worker processes with --jobs 2; verification only sees the reduced matrices, so it is left
+    out here to keep the test short (its equality with direct calls is the test above)."""
+    root, _, full_config = recorded_bags
+    config = tmp_path / "evaluate.yaml"
+    config.write_text(full_config.read_text().replace("verification, bbsl, returns]", "bbsl]"))
     one = tmp_path / "one"
     two = tmp_path / "two"
     evaluate(root, config, one, jobs=1)
