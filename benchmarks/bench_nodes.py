@@ -102,6 +102,8 @@ def run_bare(out_path: str, depth: int = 5) -> None:
     def on_image(raw: bytes) -> None:
         now = time.time_ns()
         sec, nsec = struct.unpack_from("<iI", raw, 4)  # CDR: 4-byte encapsulation header, then header.stamp
+        if not seen:
+            Path(out_path + ".ready").touch()
         seen.append((now, sec * 1_000_000_000 + nsec))
 
     node.create_subscription(Image, "/bench/image", on_image, input_qos(depth), raw=True)
@@ -176,7 +178,11 @@ def in_process_costs(width: int, height: int, repeats: int = 30) -> dict[str, fl
     return {"decode": timed(decode), "decode+convert": timed(convert_all), "decode+convert+monitors": timed(full)}
 
 
-def _measure(proc: subprocess.Popen, warmup: float, seconds: float) -> tuple[int, int, float]:
+def _measure(proc: subprocess.Popen, ready: Path, warmup: float, seconds: float) -> tuple[int, int, float]:
+    """CPU seconds of ``proc`` over a window that starts ``warmup`` s after its first message (``ready`` exists)."""
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
     time.sleep(warmup)
     c0, t0 = _cpu_seconds(proc.pid), time.time_ns()
     time.sleep(seconds)
@@ -196,7 +202,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--role", choices=["main", "publisher", "bare"], default="main")
     ap.add_argument("--seconds", type=float, default=8.0)
-    ap.add_argument("--warmup", type=float, default=3.0)
+    ap.add_argument("--warmup", type=float, default=2.0, help="seconds after the subject's first message")
     ap.add_argument("--width", type=int, default=1920)
     ap.add_argument("--height", type=int, default=1080)
     ap.add_argument("--rate", type=float, default=30.0)
@@ -223,7 +229,7 @@ def main() -> int:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             out = f.name
         bare = subprocess.Popen([*me, "--role", "bare", "--out", out, "--input-depth", str(a.input_depth)], env=env)
-        t0, t1, cpu = _measure(bare, a.warmup, a.seconds)
+        t0, t1, cpu = _measure(bare, Path(out + ".ready"), a.warmup, a.seconds)
         _stop(bare)
         results["bare subscriber"] = _stats([tuple(x) for x in json.loads(Path(out).read_text())], t0, t1, a.rate, cpu)
 
@@ -244,6 +250,9 @@ def main() -> int:
         got: list[tuple[int, int]] = []
         node.create_subscription(DiagnosticArray, "/safety_monitor/monitor_results",
                                  lambda m: got.append((time.time_ns(), stamp_to_ns(m.header.stamp))), output_qos(100))
+        deadline = time.monotonic() + 60
+        while not got and time.monotonic() < deadline:  # the window starts `warmup` s after the first result
+            rclpy.spin_once(node, timeout_sec=0.01)
         end = time.monotonic() + a.warmup + a.seconds + 0.5
         c0 = t0 = c1 = t1 = None
         while time.monotonic() < end:
@@ -263,7 +272,7 @@ def main() -> int:
     costs = in_process_costs(a.width, a.height)
     base = results["bare subscriber"]
     print(f"{a.width}x{a.height} rgb8 at {a.rate:g} Hz + Detection2DArray(5), {a.seconds:g} s window "
-          f"(after {a.warmup:g} s warm-up), Fast DDS profile config/fastdds_loopback_shm.xml")
+          f"(from {a.warmup:g} s after the first message), Fast DDS profile config/fastdds_loopback_shm.xml")
     keys = ["rate_hz", "drop_pct", "latency_median_ms", "latency_p95_ms", "cpu_ms_per_frame", "cpu_pct_core"]
     print(f"{'subject':<22}" + "".join(f"{k:>20}" for k in keys))
     for name, r in results.items():
