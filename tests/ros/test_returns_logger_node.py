@@ -62,6 +62,14 @@ def test_episode_log_records_world_state_monitor_verdicts_and_collisions(ros_cli
                     for kv in st.values if kv.key == "step"), default=0)
 
     assert ros_tools.wait_until(lambda: steps_logged() == 5, timeout=10), proc.output()
+    # a NaN ground-truth position is skipped and reported; the node keeps running
+    bad = convert.ground_truth_array_msg([ped], 999)
+    bad.detections[0].results[0].pose.pose.position.x = float("nan")
+    pubs["gt"].publish(bad)
+    assert ros_tools.wait_until(lambda: any(
+        st.name == "returns_logger: logger" and st.level == b"\x01" and "/ground_truth" in st.message
+        for arr in list(diag) for st in arr.status), timeout=10), proc.output()
+    assert proc.alive()
     pubs["episode"].publish(String(data=json.dumps({"event": "end", "reason": "stopped"})))
     assert ros_tools.wait_until(lambda: log.exists() and '"type":"end"' in log.read_text(), timeout=10), proc.output()
     assert proc.stop(signal.SIGINT) == 0, proc.output()
