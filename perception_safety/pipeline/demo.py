@@ -7,7 +7,6 @@ of the SG/RH/AC paper rendered by the builtin simulator, with its *simulated* de
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
@@ -52,11 +51,3 @@ def run_demo(config: Path, out: Path, jobs: int = 1, console: Console | None = N
     ev = run_evaluate(bags, cfg, text, out / "evaluation", jobs, console, logs)
     return ev, sweep.results
 
-
-def demo_progress(console: Console) -> Callable[[int, int, str], None]:
-    """A plain progress printer (used when no terminal is attached)."""
-
-    def show(done: int, total: int, name: str) -> None:
-        console.print(f"{done}/{total} {name}")
-
-    return show
