@@ -71,7 +71,8 @@ class SpecSet:
             raise ConfigError("parameter specs: at least one BBSL spec file is required")
         cfg = load_model(resolve_file(params.bbsl_config, "bbsl_config") if params.bbsl_config else None,
                          BBSLConfig, section="bbsl")
-        self.classes = set(params.classes) if params.classes else cfg.detection_class_set()
+        self.default_classes = cfg.detection_class_set()
+        self.classes = set(params.classes) if params.classes else self.default_classes
         bindings = cfg.parsed_bindings()
         self.specs: list[tuple[str, Any]] = []
         for i, value in enumerate(params.specs):
@@ -128,7 +129,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             return self.get_clock().now().nanoseconds
 
         def _reconfigure(self, p: BBSLMonitorParams) -> None:
-            self.specset.classes = set(p.classes) if p.classes else self.specset.classes
+            self.specset.classes = set(p.classes) if p.classes else self.specset.default_classes
             self.health.stale_timeout_ns = int(p.stale_timeout_s * 1e9)
             self.health.stale_level = p.stale_level
             self.timer.timer_period_ns = int(p.diagnostics_period_s * 1e9)
