@@ -61,7 +61,8 @@ def replay_bag(
 ) -> ReplayStats:
     """Publish ``bag`` from ``node``; ``rate`` = multiple of the recorded rate, ``None`` = unpaced.
 
-    Waits up to ``wait_subscribers_s`` for every topic to have a subscriber before the first message.
+    Waits up to ``wait_subscribers_s`` for every topic to have a subscriber before the first message (less when
+    discovery settles: 1 s without a new match after the first one).
     With ``sync_topic``, each message group waits (up to ``sync_timeout_s``) for one message on it.
     """
     from perception_safety.ros.qos import output_qos
@@ -86,9 +87,7 @@ def replay_bag(
             if c.topic not in pubs:
                 pubs[c.topic] = node.create_publisher(message_class(c.msgtype, c.topic), c.topic, output_qos(100))
                 stats.published[c.topic] = 0
-        deadline = time.monotonic() + wait_subscribers_s
-        while time.monotonic() < deadline and not all(p.get_subscription_count() for p in pubs.values()):
-            time.sleep(0.02)
+        _wait_for_subscribers(pubs, wait_subscribers_s)
         stats.unsubscribed = sorted(t for t, p in pubs.items() if p.get_subscription_count() == 0)
         sync = _Sync(node, sync_topic, wait_subscribers_s) if sync_topic else None
         start_wall = time.monotonic()
@@ -121,6 +120,21 @@ def replay_bag(
     finally:
         reader.close()
     return stats
+
+
+def _wait_for_subscribers(pubs: dict[str, Any], timeout_s: float, settle_s: float = 1.0) -> None:
+    """Until every topic has a subscriber, or ``timeout_s``, or ``settle_s`` without a new match after the first."""
+    deadline = time.monotonic() + timeout_s
+    matched, changed = 0, time.monotonic()
+    while time.monotonic() < deadline:
+        n = sum(1 for p in pubs.values() if p.get_subscription_count())
+        if n == len(pubs):
+            return
+        if n != matched:
+            matched, changed = n, time.monotonic()
+        elif matched and time.monotonic() - changed > settle_s:
+            return  # discovery has settled; the remaining topics have no subscriber
+        time.sleep(0.02)
 
 
 class _Sync:

@@ -18,7 +18,7 @@ DANGER = {"left": 38.0, "top": 47.0, "width": 51.0, "height": 25.0}
 
 def _frames(n: int = 36):
     """A walking pedestrian entering the warning then danger region, a ghost popping up, a fog episode."""
-    from perception_safety.core.types import Box, Detection, Frame
+    from perception_safety.core.types import Box, Detection, EgoState, Frame, GroundTruthObject
 
     rng = np.random.default_rng(7)
     frames = []
@@ -31,7 +31,9 @@ def _frames(n: int = 36):
         dets = [Detection(Box(x, 40.0, x + 8.0, 68.0), "person", 0.8), Detection(Box(100, 5, 120, 20), "car", 0.6)]
         if k in (14, 15):
             dets.append(Detection(Box(60.0, 55.0, 70.0, 71.0), "pedestrian", 0.55))  # ghost in the danger region
-        frames.append(Frame(stamp_ns=stamp, detections=tuple(dets), image=img, frame_id="camera"))
+        gt = (GroundTruthObject.at_position(Box(x, 40.0, x + 8.0, 68.0), "person", (20.0 - 0.4 * k, 3.0, 0.0)),)
+        frames.append(Frame(stamp_ns=stamp, detections=tuple(dets), ground_truth=gt, ego=EgoState(x=0.4 * k, speed=8.0),
+                            image=img, frame_id="camera"))
     return frames
 
 
@@ -71,8 +73,8 @@ def test_replayed_bag_gives_the_offline_results_frame_by_frame(ros_client, ros_t
 
     frames = _frames()
     bag = tmp_path / "parity_bag"
-    write_frames(bag, frames, "mcap", BagTopics(image="/parity/image", detections="/parity/detections",
-                                                ground_truth="", ego=""))
+    # the bag carries ground truth and odometry too: replay publishes every topic, the node reads two
+    write_frames(bag, frames, "mcap", BagTopics(image="/parity/image", detections="/parity/detections"))
     doc = _params_doc()
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump(doc))
@@ -92,7 +94,7 @@ def test_replayed_bag_gives_the_offline_results_frame_by_frame(ros_client, ros_t
            "--wait-subscribers", "20", "--sync-topic", "/safety_monitor/monitor_results"]
     replay = subprocess.run(cmd, env=dict(os.environ), capture_output=True, text=True, timeout=120)
     assert replay.returncode == 0, replay.stderr
-    assert f"published {2 * len(frames)} message(s)" in replay.stdout
+    assert f"published {4 * len(frames)} message(s)" in replay.stdout
     assert ros_tools.wait_until(lambda: len(results) >= len(frames), timeout=30), proc.output()
     assert proc.stop() == 0
 
