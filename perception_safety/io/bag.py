@@ -254,7 +254,7 @@ def _decode_topics(
             index = counts[role]
             counts[role] += 1
             try:
-                msg = store.deserialize_cdr(raw, conn.msgtype)
+                msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
                 value = _DECODE[role](msg)
                 stamp = bm.stamp_ns_of(msg)
             except InvalidValueError as exc:
@@ -359,7 +359,7 @@ def _iter_images(
                 raise BagError(f"{bag}: {conn.topic}: bag data unreadable (truncated or corrupt?): {exc}") from exc
             if index in needed:
                 try:
-                    cache[index] = bm.image_from_msg(store.deserialize_cdr(raw, conn.msgtype))
+                    cache[index] = bm.image_from_msg(store.deserialize_cdr(memoryview(raw), conn.msgtype))
                 except InvalidValueError as exc:
                     report.skipped.append(SkippedMessage(bag, conn.topic, index, str(exc)))
                     cache[index] = None
