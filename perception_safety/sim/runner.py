@@ -218,7 +218,7 @@ class EpisodeEngine:
         t0 = time.perf_counter()
         first = backends[PERCEPTION].reset(spec.seed)
         for r in (MONITORED, GROUND_TRUTH):
-            backends[r].reset(spec.seed)
+            backends[r].sync_from(backends[PERCEPTION])
         times.render += time.perf_counter() - t0
         obs = dict.fromkeys(ROLLOUTS, first)
         controls: dict[str, Control] = {}
