@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from rich.console import Console
+from rich.text import Text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -52,5 +53,11 @@ def print_summary(ev, out: Path, console: Console) -> None:
         value = f"{m.value:.4g}" if isinstance(m.value, float) else str(m.value)
         table.add_row(m.label, f"{value} {m.unit}".strip(), m.samples)
     console.print(table)
+    for bag, r in ev.results["data_quality"].items():
+        unmatched = sum(r["unmatched"].values())
+        if r["skipped"] or unmatched or r["missing_topics"]:
+            missing = f", missing topics: {', '.join(r['missing_topics'])}" if r["missing_topics"] else ""
+            text = f"{bag}: {len(r['skipped'])} malformed message(s) skipped, {unmatched} unmatched{missing}"
+            console.print(Text(text, style="yellow"))
     console.print(f"report:  {out / 'report.html'}")
     console.print(f"results: {out / 'results.json'}")
