@@ -58,6 +58,6 @@ def print_summary(ev, out: Path, console: Console) -> None:
         if r["skipped"] or unmatched or r["missing_topics"]:
             missing = f", missing topics: {', '.join(r['missing_topics'])}" if r["missing_topics"] else ""
             text = f"{bag}: {len(r['skipped'])} malformed message(s) skipped, {unmatched} unmatched{missing}"
-            console.print(Text(text, style="yellow"))
+            console.print(Text(text, style="yellow"), soft_wrap=True)
     console.print(f"report:  {out / 'report.html'}")
     console.print(f"results: {out / 'results.json'}")

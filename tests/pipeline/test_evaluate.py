@@ -119,3 +119,46 @@ def make_frames_like():
     from perception_safety.core import Frame
 
     return [Frame(i, image=np.zeros((4, 4, 3), np.uint8)) for i in range(3)]
+
+
+def test_malformed_messages_are_skipped_and_reported(tmp_path, capsys):
+    import math
+
+    from rosbags.rosbag2 import Writer
+
+    from perception_safety.io import bag_messages as bm
+    from perception_safety.io.typestore import ros2_typestore
+
+    from .conftest import scene_frames
+
+    store = ros2_typestore()
+    frames = scene_frames(30, 5)
+    with Writer(tmp_path / "bad", version=9) as w:
+        det = w.add_connection("/detections", bm.DETECTIONS_TYPE, typestore=store)
+        gt = w.add_connection("/ground_truth", bm.DETECTIONS_TYPE, typestore=store)
+        for i, f in enumerate(frames):
+            msg = bm.detections_to_msg(f.detections, f.stamp_ns)
+            if i == 7 and msg.detections:
+                msg.detections[0].bbox.size_x = math.nan
+            w.write(det, f.stamp_ns, store.serialize_cdr(msg, bm.DETECTIONS_TYPE))
+            w.write(
+                gt,
+                f.stamp_ns,
+                store.serialize_cdr(bm.ground_truth_to_msg(f.ground_truth, f.stamp_ns), bm.DETECTIONS_TYPE),
+            )
+    out = tmp_path / "out"
+    code = main(["evaluate", str(tmp_path / "bad"), "--out", str(out), "--config", str(_no_verification(tmp_path))])
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "bad: 1 malformed message(s) skipped" in printed
+    res = json.loads((out / "results.json").read_text())
+    (quality,) = res["data_quality"].values()
+    assert quality["frames"] == 29 and quality["skipped"][0][:2] == ["/detections", 7]
+    assert "non-finite box" in quality["skipped"][0][2]
+    assert "/detections message #7" in (out / "report.html").read_text()
+
+
+def _no_verification(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("evaluate: {analyses: [confusion, pcd]}\nconfusion: {classes: {ped: [pedestrian], obs: [car]}}\n")
+    return cfg
