@@ -31,6 +31,8 @@ def run(args: argparse.Namespace) -> int:
     if args.jobs < 1:
         print("error: --jobs must be at least 1", file=sys.stderr)
         return 2
+    if args.backend == "carla" and args.jobs > 1:
+        print("note: --jobs is ignored with --backend carla (one simulator, one episode at a time)", file=sys.stderr)
     progress_cb = None
     bar = None
     if not args.no_progress:

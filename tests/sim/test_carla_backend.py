@@ -120,3 +120,16 @@ def test_episodes_cli_with_carla_and_no_server_exits_2_with_the_message(tmp_path
     err = capsys.readouterr().err
     assert err.startswith("error: no CARLA server answered at 127.0.0.1:") and f":{port} " in err
     assert not list((tmp_path / "out").glob("logs/*.jsonl"))
+
+
+def test_nothing_but_the_carla_backend_imports_carla() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import perception_safety.sim.runner, perception_safety.commands.episodes\n"
+        "from perception_safety.sim.carla_backend import spawn_plan\n"
+        "assert 'carla' not in sys.modules, 'carla imported eagerly'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
