@@ -365,7 +365,8 @@ class CarlaBackend:
             box = project_actor_box(self.k, actor.bounding_box, tr, cam_tr)
             if box is None:
                 continue
-            centre = tr.transform(actor.bounding_box.location)
+            c = tr.transform(actor.bounding_box.location)  # returns a Vector3D
+            centre = _carla().Location(x=c.x, y=c.y, z=c.z)
             if self.options.occlusion_check and not self._visible(cam_tr.location, centre, actor):
                 continue
             out.append(GroundTruthObject.at_position(box, cls, ego_frame_position(centre, ego_tr), track))
@@ -377,7 +378,10 @@ class CarlaBackend:
         dist = cam_loc.distance(target)
         ext = actor.bounding_box.extent
         margin = math.sqrt(ext.x**2 + ext.y**2 + ext.z**2)
-        return all(cam_loc.distance(h.location) >= dist - margin for h in hits)
+        # hits right at the camera are the ego's own body (the camera sits on it)
+        return all(
+            cam_loc.distance(h.location) >= dist - margin or cam_loc.distance(h.location) < _SELF_HIT_M for h in hits
+        )
 
     def _destroy_actors(self) -> None:
         errors: list[str] = []
@@ -391,6 +395,9 @@ class CarlaBackend:
         self._controller = None
         self.ego = self.walker = self.camera = None
         self.parked = []
+
+
+_SELF_HIT_M = 0.5
 
 
 def _quietly(fn: Callable[[], Any], errors: list[str]) -> None:
