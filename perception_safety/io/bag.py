@@ -10,7 +10,7 @@ messages that join no frame are counted per topic.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +23,7 @@ from perception_safety.core.types import Frame, InvalidValueError
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.io import bag_messages as bm
 from perception_safety.io.typestore import ros2_typestore
+from perception_safety.monitors.base import MonitorResult
 
 
 class BagError(PerceptionSafetyError):
@@ -38,6 +39,8 @@ class BagTopics(BaseModel):
     detections: str = "/detections"
     ground_truth: str = "/ground_truth"
     ego: str = "/ego/odometry"
+    monitor_results: str = "/perception_safety/monitor_results"
+    """diagnostic_msgs/DiagnosticArray, one status per monitor and frame (written when results are given)."""
     anchor: Literal["detections", "image", "ground_truth"] = "detections"
 
 
@@ -117,8 +120,12 @@ def write_frames(
     frames: Iterable[Frame],
     storage: Literal["mcap", "sqlite3"] = "mcap",
     topics: BagTopics | None = None,
+    monitor_results: Iterable[Sequence[MonitorResult]] | None = None,
 ) -> int:
-    """Record frames as a new rosbag2 directory ``path``; returns the number of frames written."""
+    """Record frames as a new rosbag2 directory ``path``; returns the number of frames written.
+
+    ``monitor_results`` (one sequence per frame, in frame order) go on ``topics.monitor_results``.
+    """
     topics = topics or BagTopics()
     path = Path(path)
     if path.exists():
@@ -132,6 +139,10 @@ def write_frames(
                 for role in ("image", "detections", "ground_truth", "ego")
                 if (name := getattr(topics, role))
             }
+            results = iter(monitor_results) if monitor_results is not None and topics.monitor_results else None
+            status_conn = (
+                writer.add_connection(topics.monitor_results, bm.DIAGNOSTICS_TYPE, typestore=store) if results else None
+            )
             for frame in frames:
                 t = int(frame.stamp_ns)
                 msgs = {
@@ -143,10 +154,43 @@ def write_frames(
                 for role, conn in conns.items():
                     if msgs[role] is not None:
                         writer.write(conn, t, store.serialize_cdr(msgs[role], _TYPES[role]))
+                if results is not None:
+                    status = bm.monitor_results_to_msg(tuple(next(results)), t)
+                    writer.write(status_conn, t, store.serialize_cdr(status, bm.DIAGNOSTICS_TYPE))
                 n += 1
     except InvalidValueError as exc:
         raise BagError(f"{path}: frame #{n}: {exc}") from exc
+    except StopIteration:
+        raise BagError(f"{path}: frame #{n}: fewer monitor results than frames") from None
     return n
+
+
+def read_monitor_results(
+    path: str | Path, topics: BagTopics | None = None
+) -> list[tuple[int, tuple[MonitorResult, ...]]]:
+    """``(stamp_ns, results)`` of every message on ``topics.monitor_results``, in bag order."""
+    topics = topics or BagTopics()
+    path = Path(path)
+    store = ros2_typestore()
+    try:
+        reader = Reader(path)
+        reader.open()
+    except Exception as exc:
+        raise BagError(f"{path}: cannot open bag: {exc}") from exc
+    try:
+        conns = [c for c in reader.connections if c.topic == topics.monitor_results]
+        if not conns:
+            raise BagError(f"{path}: topic {topics.monitor_results} not in the bag")
+        out = []
+        for index, (conn, _, raw) in enumerate(reader.messages(connections=conns)):
+            try:
+                msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
+                out.append((bm.stamp_ns_of(msg), bm.monitor_results_from_msg(msg)))
+            except Exception as exc:
+                raise BagError(f"{path}: {conn.topic} message #{index}: {exc}") from exc
+        return out
+    finally:
+        reader.close()
 
 
 def find_bags(inputs: Iterable[str | Path]) -> list[Path]:

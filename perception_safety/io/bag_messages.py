@@ -5,7 +5,9 @@
   the class and score in ``results[0].hypothesis``, a ground-truth object's ego-frame position in
   ``results[0].pose.pose.position`` (metres; distance = its norm) and its track id in ``id``;
 - ego state: ``nav_msgs/Odometry`` (position x/y, yaw from the orientation quaternion, speed =
-  ``twist.twist.linear.x``).
+  ``twist.twist.linear.x``);
+- monitor results: ``diagnostic_msgs/DiagnosticArray``, one status per monitor (the layout of
+  `status_fields`, shared with the ROS nodes' ``/diagnostics`` and ``~/monitor_results``).
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import numpy as np
 
 from perception_safety.core.types import Box, Detection, EgoState, GroundTruthObject, InvalidValueError
 from perception_safety.io.typestore import ros2_typestore
+from perception_safety.monitors.base import Level, MonitorResult
 
 IMAGE_TYPE = "sensor_msgs/msg/Image"
 DETECTIONS_TYPE = "vision_msgs/msg/Detection2DArray"
 ODOMETRY_TYPE = "nav_msgs/msg/Odometry"
+DIAGNOSTICS_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
 
 _CHANNELS = {"rgb8": 3, "bgr8": 3, "mono8": 1}
 
@@ -193,3 +197,61 @@ def ego_from_msg(msg: Any) -> EgoState:
     yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
     p = msg.pose.pose.position
     return EgoState(x=float(p.x), y=float(p.y), yaw=yaw, speed=float(msg.twist.twist.linear.x))
+
+
+def value_text(v: object) -> str:
+    """A diagnostic value as text: ``true``/``false``, floats as their shortest round-tripping ``repr``."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def status_fields(result: MonitorResult, message: str | None = None) -> tuple[str, int, str, list[tuple[str, str]]]:
+    """``(name, level, message, [(key, value)])`` of a monitor result's DiagnosticStatus: ``alarm`` first,
+    then the numeric values; the message is the reasons joined by ``; `` (or ``alarm`` / ``ok``)."""
+    text = message if message is not None else ("; ".join(result.reasons) or ("alarm" if result.alarm else "ok"))
+    pairs = [("alarm", value_text(result.alarm))] + [(str(k), value_text(v)) for k, v in result.values.items()]
+    return result.name, int(result.level), text, pairs
+
+
+def result_from_fields(name: str, level: int, message: str, pairs: list[tuple[str, str]]) -> MonitorResult:
+    """Inverse of `status_fields`: numeric values parsed back exactly, reasons from the message."""
+    values: dict[str, float] = {}
+    alarm = False
+    for key, value in pairs:
+        if key == "alarm":
+            alarm = value == "true"
+            continue
+        try:
+            values[str(key)] = float(value)
+        except ValueError:
+            continue
+    reasons = () if message in ("ok", "alarm", "") else tuple(message.split("; "))
+    return MonitorResult(name=name, alarm=alarm, level=Level(level), reasons=reasons, values=values)
+
+
+def monitor_results_to_msg(results: tuple[MonitorResult, ...], stamp_ns: int, hardware_id: str = "camera") -> Any:
+    """Monitor results of one frame as a diagnostic_msgs/DiagnosticArray."""
+    statuses = []
+    for r in results:
+        name, level, message, pairs = status_fields(r)
+        kvs = [_t("diagnostic_msgs/msg/KeyValue")(key=k, value=v) for k, v in pairs]
+        statuses.append(
+            _t("diagnostic_msgs/msg/DiagnosticStatus")(
+                level=level, name=name, message=message, hardware_id=hardware_id, values=kvs
+            )
+        )
+    return _t(DIAGNOSTICS_TYPE)(header=header(stamp_ns, hardware_id), status=statuses)
+
+
+def monitor_results_from_msg(msg: Any) -> tuple[MonitorResult, ...]:
+    """A DiagnosticArray of monitor statuses back as results."""
+    out = []
+    for st in msg.status:
+        level = st.level[0] if isinstance(st.level, bytes | bytearray) else int(st.level)
+        if level not in (0, 1, 2, 3):
+            raise InvalidValueError(f"status {st.name!r}: level {level} is not OK/WARN/ERROR/STALE")
+        out.append(result_from_fields(str(st.name), level, str(st.message), [(kv.key, kv.value) for kv in st.values]))
+    return tuple(out)

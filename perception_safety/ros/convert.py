@@ -176,25 +176,17 @@ def odometry_msg(ego: EgoState, stamp_ns: int, frame_id: str = "map", child_fram
 # ---------------------------------------------------------------- monitor results <-> diagnostics
 
 
-def _value_text(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return repr(v)  # shortest round-tripping text: the parity check compares exactly
-    return str(v)
-
-
 def result_status(result: MonitorResult, prefix: str = "", hardware_id: str = "", message: str | None = None) -> Any:
-    """A monitor result -> ``diagnostic_msgs/DiagnosticStatus`` (``alarm`` first, then the numeric values)."""
+    """A monitor result -> ``diagnostic_msgs/DiagnosticStatus`` (layout of `io.bag_messages.status_fields`)."""
     from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
 
+    name, level, text, pairs = bm.status_fields(result, message)
     st = DiagnosticStatus()
-    st.level = bytes([int(result.level)])
-    st.name = f"{prefix}{result.name}"
+    st.level = bytes([level])
+    st.name = f"{prefix}{name}"
     st.hardware_id = hardware_id
-    st.message = message if message is not None else ("; ".join(result.reasons) or ("alarm" if result.alarm else "ok"))
-    st.values = [KeyValue(key="alarm", value=_value_text(result.alarm))]
-    st.values += [KeyValue(key=str(k), value=_value_text(v)) for k, v in result.values.items()]
+    st.message = text
+    st.values = [KeyValue(key=k, value=v) for k, v in pairs]
     return st
 
 
@@ -206,7 +198,7 @@ def status(name: str, level: Level, message: str, values: Mapping[str, Any] | No
     st = DiagnosticStatus()
     st.level = bytes([int(level)])
     st.name, st.message, st.hardware_id = name, message, hardware_id
-    st.values = [KeyValue(key=str(k), value=_value_text(v)) for k, v in (values or {}).items()]
+    st.values = [KeyValue(key=str(k), value=bm.value_text(v)) for k, v in (values or {}).items()]
     return st
 
 
@@ -230,16 +222,5 @@ def result_from_status(status_msg: Any, prefix: str = "") -> MonitorResult:
     name = str(status_msg.name)
     if prefix and name.startswith(prefix):
         name = name[len(prefix):]
-    values: dict[str, float] = {}
-    alarm = False
-    for kv in status_msg.values:
-        if kv.key == "alarm":
-            alarm = kv.value == "true"
-            continue
-        try:
-            values[str(kv.key)] = float(kv.value)
-        except ValueError:
-            continue
-    msg = str(status_msg.message)
-    reasons = () if msg in ("ok", "alarm", "") else tuple(msg.split("; "))
-    return MonitorResult(name=name, alarm=alarm, level=level_of(status_msg), reasons=reasons, values=values)
+    pairs = [(str(kv.key), str(kv.value)) for kv in status_msg.values]
+    return bm.result_from_fields(name, int(level_of(status_msg)), str(status_msg.message), pairs)

@@ -35,6 +35,7 @@ from perception_safety.evaluation.returns import (
     e2_metrics,
 )
 from perception_safety.io.episode_log import ROLLOUTS, EpisodeLogWriter, EpisodeStep, read_episode_log
+from perception_safety.monitors.base import MonitorResult
 from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
 from perception_safety.monitors.config import MonitorsConfig, load_monitors_config
 from perception_safety.monitors.perturbations import PERTURBATIONS, frame_seed, perturb
@@ -154,6 +155,7 @@ class _Rollout:
     end_reason: str = ""
     steps: list[EpisodeStep] = field(default_factory=list)
     bag_frames: list[Frame] = field(default_factory=list)
+    bag_results: list[tuple[MonitorResult, ...]] = field(default_factory=list)
     collided: bool = False
     first_alarm: int | None = None
     first_stop: int | None = None
@@ -211,8 +213,9 @@ class EpisodeEngine:
             return obs.image
         return perturb(obs.image, spec.perturbation, spec.level, frame_seed(spec.seed, obs.index, spec.perturbation))
 
-    def _run_lockstep(self, spec: EpisodeSpec, rollouts: dict[str, _Rollout], det: DetectorModel,
-                      times: StageTimes) -> None:
+    def _run_lockstep(
+        self, spec: EpisodeSpec, rollouts: dict[str, _Rollout], det: DetectorModel, times: StageTimes
+    ) -> None:
         scen = spec.scenario
         backends = {r: self._builtin(scen) for r in ROLLOUTS}
         t0 = time.perf_counter()
@@ -259,8 +262,9 @@ class EpisodeEngine:
                 controls[r] = self._judge(spec, rollouts[r], o, img, dets, times)
             times.frames += 1
 
-    def _run_sequential(self, spec: EpisodeSpec, rollouts: dict[str, _Rollout], det: DetectorModel,
-                        times: StageTimes) -> None:
+    def _run_sequential(
+        self, spec: EpisodeSpec, rollouts: dict[str, _Rollout], det: DetectorModel, times: StageTimes
+    ) -> None:
         if self._carla is None:
             from perception_safety.sim.carla_backend import CarlaBackend
 
@@ -283,8 +287,10 @@ class EpisodeEngine:
                 times.perturbed += 1
                 t1 = time.perf_counter()
                 times.perturb += t1 - t0
-                dets = ground_truth_detections(o.ground_truth) if r == GROUND_TRUTH else det.detect(
-                    o.ground_truth, o.image, img, spec.seed, o.index
+                dets = (
+                    ground_truth_detections(o.ground_truth)
+                    if r == GROUND_TRUTH
+                    else det.detect(o.ground_truth, o.image, img, spec.seed, o.index)
                 )
                 times.detect += time.perf_counter() - t1
                 control = self._judge(spec, roll, o, img, dets, times)
@@ -292,14 +298,16 @@ class EpisodeEngine:
                 if roll.done:
                     break
 
-    def _judge(self, spec: EpisodeSpec, roll: _Rollout, o: Observation, img: np.ndarray, dets: Any,
-               times: StageTimes) -> Control:
+    def _judge(
+        self, spec: EpisodeSpec, roll: _Rollout, o: Observation, img: np.ndarray, dets: Any, times: StageTimes
+    ) -> Control:
         """Monitor, stop rule and planner for one rollout frame; records the step; returns the next control."""
         t0 = time.perf_counter()
         frame = Frame(o.stamp_ns, tuple(dets), o.ground_truth, o.ego, img, "camera")
         verdict = roll.monitor.evaluate(frame)
         stop_rule = _stop_rule(self.monitors)
-        stop_request = stop_rule.update(frame).alarm
+        stop_result = stop_rule.update(frame)
+        stop_request = stop_result.alarm
         alarm = verdict.combined.alarm
         want = stop_request or (roll.name == MONITORED and alarm)
         roll.braking = (roll.braking and self.cfg.latch_brake) or want
@@ -328,6 +336,7 @@ class EpisodeEngine:
             keep_image = rec.image_stride > 0 and o.index % rec.image_stride == 0
             image = _scaled(img, rec.image_scale) if keep_image else None
             roll.bag_frames.append(Frame(o.stamp_ns, frame.detections, frame.ground_truth, frame.ego, image, "camera"))
+            roll.bag_results.append((*verdict.parts, verdict.combined, stop_result))
         times.record += time.perf_counter() - t1
         last = o.index >= spec.scenario.frames - 1
         if o.collided and self.cfg.end_when_stopped:
@@ -385,8 +394,9 @@ def episode_meta(spec: EpisodeSpec, backend: str, roll: _Rollout) -> dict[str, A
     }
 
 
-def write_episode(out: Path, spec: EpisodeSpec, rollouts: dict[str, _Rollout], cfg: EpisodesConfig,
-                  backend: str) -> Path:
+def write_episode(
+    out: Path, spec: EpisodeSpec, rollouts: dict[str, _Rollout], cfg: EpisodesConfig, backend: str
+) -> Path:
     """Write the episode's bags and log under temporary names, then rename: the log appears last and whole."""
     log = episode_log_path(out, spec)
     tmp_log = log.with_name(f".{log.name}.tmp")
@@ -399,7 +409,7 @@ def write_episode(out: Path, spec: EpisodeSpec, rollouts: dict[str, _Rollout], c
 
         tmp_bags.mkdir(parents=True)
         for r, roll in rollouts.items():
-            write_frames(tmp_bags / r, roll.bag_frames, storage=cfg.record.storage, topics=cfg.record.topics)
+            write_frames(tmp_bags / r, roll.bag_frames, cfg.record.storage, cfg.record.topics, roll.bag_results)
         tmp_bags.rename(bag_dir)
     log.parent.mkdir(parents=True, exist_ok=True)
     with EpisodeLogWriter(tmp_log) as writer:
@@ -520,8 +530,9 @@ def run_sweep(
     tmp = results_path.with_name(f".{RESULTS_FILE}.tmp")
     tmp.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     tmp.rename(results_path)
-    return SweepReport(len(specs), len(todo), len(specs) - len(todo), time.perf_counter() - t_start, times,
-                       results_path, results)
+    return SweepReport(
+        len(specs), len(todo), len(specs) - len(todo), time.perf_counter() - t_start, times, results_path, results
+    )
 
 
 # ------------------------------------------------------------------------------------ SG/RH/AC
@@ -557,17 +568,19 @@ def summarize(out: Path, specs: Iterable[EpisodeSpec], cfg: EpisodesConfig) -> d
     aligned = align(episodes)
     for p, m, g in aligned.triples:
         meta = p.meta
-        rows.append({
-            "episode": p.episode,
-            "scenario": meta.get("scenario"),
-            "perturbation": meta.get("perturbation"),
-            "level": meta.get("level"),
-            "collided": {e.rollout: any(s.collision for s in e.steps) for e in (p, m, g)},
-            "running_frames": {e.rollout: sum(1 for s in e.steps if s.running) for e in (p, m, g)},
-            "first_alarm": {e.rollout: e.meta.get("first_alarm") for e in (p, m, g)},
-            "first_stop": {e.rollout: e.meta.get("first_stop") for e in (p, m, g)},
-            "end": {e.rollout: e.end_reason for e in (p, m, g)},
-        })
+        rows.append(
+            {
+                "episode": p.episode,
+                "scenario": meta.get("scenario"),
+                "perturbation": meta.get("perturbation"),
+                "level": meta.get("level"),
+                "collided": {e.rollout: any(s.collision for s in e.steps) for e in (p, m, g)},
+                "running_frames": {e.rollout: sum(1 for s in e.steps if s.running) for e in (p, m, g)},
+                "first_alarm": {e.rollout: e.meta.get("first_alarm") for e in (p, m, g)},
+                "first_stop": {e.rollout: e.meta.get("first_stop") for e in (p, m, g)},
+                "end": {e.rollout: e.end_reason for e in (p, m, g)},
+            }
+        )
     return {
         "format": "perception_safety.episodes/1",
         "note": "SG/RH/AC per eq. 7-9 of the SG/RH/AC paper; E1 eq. 14-15 on the rollout named in e1_rollout, "

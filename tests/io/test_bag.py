@@ -87,3 +87,28 @@ def test_find_bags_searches_directories(make_frames, tmp_path):
     bags = find_bags([tmp_path])
     assert [p.name for p in bags] == ["bag1", "bag2"]
     assert len(list(read_bags([tmp_path]))) == 5
+
+
+def test_monitor_results_round_trip(make_frames, tmp_path):
+    from perception_safety.io.bag import read_monitor_results
+    from perception_safety.monitors.base import Level, MonitorResult
+
+    frames = make_frames(5)
+    results = [
+        (
+            MonitorResult(
+                "contrast",
+                i % 2 == 0,
+                Level.WARN if i % 2 == 0 else Level.OK,
+                ("low contrast",) if i % 2 == 0 else (),
+                {"statistic": 1580.0 - 0.1 * i},
+            ),
+            MonitorResult("plausibility", False, Level.OK, (), {"tracks": float(i), "ratio": 1 / 3}),
+        )
+        for i in range(5)
+    ]
+    write_frames(tmp_path / "bag", frames, monitor_results=results)
+    back = read_monitor_results(tmp_path / "bag")
+    assert [s for s, _ in back] == [f.stamp_ns for f in frames]
+    assert [r for _, r in back] == results  # values exact: floats travel as their repr
+    assert len(list(read_frames(tmp_path / "bag"))) == 5  # the status topic does not disturb frame assembly

@@ -88,6 +88,26 @@ def test_clean_episode_rollouts_and_bags(sweep: tuple[Path, Path]) -> None:
     assert with_images[0].image.shape == (90, 160, 3)
 
 
+def test_bags_carry_the_monitor_status_of_every_frame(sweep: tuple[Path, Path]) -> None:
+    """Per frame: each monitor's status, the combined verdict (= the log's alarm) and the stop rule."""
+    from perception_safety.io.bag import read_monitor_results
+
+    _, out = sweep
+    for name in ("000-crossing-none-0", "003-crossing-smoke-5"):
+        eps = {ep.rollout: ep for ep in read_episode_log(out / "logs" / f"{name}.jsonl")}
+        for rollout, ep in eps.items():
+            status = read_monitor_results(out / "bags" / name / rollout)
+            assert [s for s, _ in status] == [st.frame.stamp_ns for st in ep.steps]
+            for (_, results), st in zip(status, ep.steps, strict=True):
+                names = [r.name for r in results]
+                assert names[:2] == ["contrast", "plausibility"] and names[-1] == "stop_region"
+                combined = results[-2]
+                assert combined.alarm == st.alarm
+                assert combined.alarm == any(r.alarm for r in results[:-2])
+    smoke = read_monitor_results(out / "bags" / "003-crossing-smoke-5" / "perception")
+    assert any(r[0].alarm for _, r in smoke)  # heavy smoke: the contrast monitor alarms somewhere
+
+
 def test_same_seed_gives_byte_identical_logs(sweep: tuple[Path, Path], tmp_path: Path) -> None:
     cfg_path, _ = sweep
     cfg = load_episodes_config(cfg_path)
@@ -108,8 +128,17 @@ def test_same_seed_gives_byte_identical_logs(sweep: tuple[Path, Path], tmp_path:
 def test_resume_after_killing_the_runner_equals_an_uninterrupted_run(sweep: tuple[Path, Path], tmp_path: Path) -> None:
     cfg_path, out = sweep
     target = tmp_path / "killed"
-    cmd = [sys.executable, "-m", "perception_safety.cli", "episodes", "--config", str(cfg_path),
-           "--out", str(target), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "perception_safety.cli",
+        "episodes",
+        "--config",
+        str(cfg_path),
+        "--out",
+        str(target),
+        "--no-progress",
+    ]
     proc = subprocess.Popen(cmd, env=os.environ.copy(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 120
@@ -129,8 +158,7 @@ def test_resume_after_killing_the_runner_equals_an_uninterrupted_run(sweep: tupl
     # without --resume the folder is refused
     rc = main(["episodes", "--config", str(cfg_path), "--out", str(target), "--no-progress"])
     assert rc == 2
-    rc = main(["episodes", "--config", str(cfg_path), "--out", str(target), "--resume", "--jobs", "2",
-               "--no-progress"])
+    rc = main(["episodes", "--config", str(cfg_path), "--out", str(target), "--resume", "--jobs", "2", "--no-progress"])
     assert rc == 0
     assert (target / "results.json").read_bytes() == (out / "results.json").read_bytes()
     for log in sorted((out / "logs").glob("*.jsonl")):
