@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from perception_safety.io.paths import resolve_file
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
 from perception_safety.pipeline.run import Evaluation, progress_bar, run_evaluate
 from perception_safety.sim.config import load_episodes_config
@@ -21,13 +22,8 @@ DETECTOR_ROLLOUT = "perception"
 
 
 def default_demo_config() -> Path:
-    """``config/demo.yaml`` of the checkout or of the installed package share directory."""
-    here = Path(__file__).resolve().parents[2] / "config" / "demo.yaml"
-    if here.is_file():
-        return here
-    import sys
-
-    return Path(sys.prefix) / "share" / "perception_safety" / "config" / "demo.yaml"
+    """``config/demo.yaml`` from the working directory, the package share directory or the checkout."""
+    return resolve_file("config/demo.yaml", "--config")
 
 
 def run_demo(config: Path, out: Path, jobs: int = 1, console: Console | None = None) -> tuple[Evaluation, dict]:

@@ -65,7 +65,7 @@ class SpecSet:
         from perception_safety.bbsl import load_spec
         from perception_safety.bbsl.config import BBSLConfig
         from perception_safety.io.config import ConfigError, load_model
-        from perception_safety.ros.paths import resolve_file
+        from perception_safety.io.paths import resolve_file
 
         if not params.specs:
             raise ConfigError("parameter specs: at least one BBSL spec file is required")

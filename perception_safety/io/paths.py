@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from perception_safety.io.config import ConfigError
@@ -14,6 +15,7 @@ def _share_dirs() -> list[Path]:
     dirs = []
     for prefix in filter(None, os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)):
         dirs.append(Path(prefix) / "share" / PACKAGE)
+    dirs.append(Path(sys.prefix) / "share" / PACKAGE)  # pip install (setup.py data_files)
     dirs.append(Path(__file__).resolve().parents[2])  # source checkout / editable install
     return dirs
 
@@ -25,4 +27,4 @@ def resolve_file(value: str, key: str) -> Path:
     for c in candidates:
         if c.is_file():
             return c
-    raise ConfigError(f"parameter {key}: file {value!r} not found (tried {', '.join(str(c) for c in candidates)})")
+    raise ConfigError(f"{key}: file {value!r} not found (tried {', '.join(str(c) for c in candidates)})")
