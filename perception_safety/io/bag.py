@@ -356,6 +356,7 @@ def _read_open(
             report.unmatched[key] = report.unmatched.get(key, 0) + unused
 
     images = _iter_images(reader, bag, conns.get("image"), joined.get("image"), report) if with_images else None
+    label = _bag_label(Path(bag))
     for i, stamp in enumerate(anchors):
         parts: dict[str, Any] = {}
         for role, idx in joined.items():
@@ -371,8 +372,15 @@ def _read_open(
             ground_truth=parts.get("ground_truth", ()),
             ego=parts.get("ego"),
             image=image,
-            frame_id=f"{Path(bag).name}:{int(stamp)}",
+            frame_id=f"{label}:{int(stamp)}",
         )
+
+
+def _bag_label(path: Path) -> str:
+    """A short name of a bag for frame ids: parent folder and bag folder (recorders write several bags
+    with the same name, e.g. ``<episode>/perception``)."""
+    parent = path.resolve().parent.name
+    return f"{parent}/{path.name}" if parent else path.name
 
 
 def _iter_images(
