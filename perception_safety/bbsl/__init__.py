@@ -14,7 +14,6 @@ Public API (Tanaka et al., ENASE 2023, Section 3 and Definitions 1-10)::
 Every user-facing failure is a `BBSLError` (a `PerceptionSafetyError`) naming file and line:column.
 """
 
-from perception_safety.bbsl.analysis import AnalysisResult, analyse
 from perception_safety.bbsl.ast import Type
 from perception_safety.bbsl.bindings import parse_bind_option, parse_binding_value, parse_bindings
 from perception_safety.bbsl.errors import BBSLError
@@ -40,3 +39,12 @@ __all__ = [
     "parse_file",
     "parse_spec",
 ]
+
+
+def __getattr__(name: str):
+    """``analyse`` and ``AnalysisResult`` load z3 on first use, not with every BBSL import."""
+    if name in ("analyse", "AnalysisResult"):
+        from perception_safety.bbsl import analysis
+
+        return getattr(analysis, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -6,7 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-from perception_safety.bbsl.analysis import AnalysisUnsupportedError, analyse
 from perception_safety.bbsl.bindings import Binding, parse_bind_option
 from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.bbsl.errors import BBSLError
@@ -83,6 +82,8 @@ def _box(text: str) -> list[float]:
 
 
 def run_check(args) -> int:
+    from perception_safety.bbsl.analysis import AnalysisUnsupportedError, analyse  # z3: only when analysing
+
     _, bindings, size = _setup(args)
     checked = check_source(Path(args.spec))
     try:

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from perception_safety.sim.config import load_episodes_config
-from perception_safety.sim.runner import monitors_for, run_sweep
-
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -26,6 +23,9 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perception_safety.sim.config import load_episodes_config
+    from perception_safety.sim.runner import monitors_for, run_sweep
+
     cfg = load_episodes_config(args.config)
     monitors = monitors_for(cfg, args.config)
     if args.jobs < 1:

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from perception_safety.core.iou import iou_matrix
 from perception_safety.core.types import Frame
@@ -78,6 +77,8 @@ def match_boxes(
         admissible &= dc[:, None] == gc[None, :]
     if not admissible.any():
         return Matching(empty, empty, np.zeros(0), n_det, n_gt)
+    from scipy.optimize import linear_sum_assignment  # scipy.optimize costs ~0.5 s to import: load on first use
+
     weights = np.where(admissible, ious, 0.0)
     rows, cols = linear_sum_assignment(weights, maximize=True)
     keep = admissible[rows, cols]
