@@ -15,7 +15,7 @@ from perception_safety.io.paths import resolve_file
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
 from perception_safety.pipeline.run import Evaluation, progress_bar, run_evaluate
 from perception_safety.sim.config import load_episodes_config
-from perception_safety.sim.runner import BAGS_DIR, LOGS_DIR, monitors_for, run_sweep
+from perception_safety.sim.runner import BAGS_DIR, LOGS_DIR, monitors_for, plan_episodes, run_sweep
 
 DETECTOR_ROLLOUT = "perception"
 """Recordings of the rollout driven by the detector under test (f) are what the detector is evaluated on."""
@@ -41,8 +41,9 @@ def run_demo(config: Path, out: Path, jobs: int = 1, console: Console | None = N
 
         sweep = run_sweep(ecfg, episodes_dir, "builtin", jobs, resume=True, monitors=monitors, progress=progress)
     console.print(f"episodes: {sweep.ran} run, {sweep.skipped} already done, {time.perf_counter() - t0:.1f} s")
-    bags = sorted((episodes_dir / BAGS_DIR).glob(f"*/{DETECTOR_ROLLOUT}"))
-    logs = sorted((episodes_dir / LOGS_DIR).glob("*.jsonl"))
+    planned = [spec.episode_id for spec in plan_episodes(ecfg)]  # never other runs' leftovers in the folder
+    bags = [episodes_dir / BAGS_DIR / e / DETECTOR_ROLLOUT for e in planned]
+    logs = [episodes_dir / LOGS_DIR / f"{e}.jsonl" for e in planned]
     cfg, text = load_evaluate_config(config)
     ev = run_evaluate(bags, cfg, text, out / "evaluation", jobs, console, logs)
     return ev, sweep.results

@@ -459,6 +459,32 @@ class SweepReport:
     results: dict[str, Any]
 
 
+SWEEP_CONFIG_FILE = "sweep_config.json"
+
+
+def sweep_fingerprint(cfg: EpisodesConfig, monitors: MonitorsConfig, backend: str) -> dict[str, Any]:
+    """Everything that decides an episode's content (the monitors' file path itself excluded)."""
+    episodes = cfg.model_dump(mode="json", exclude={"monitors_file"})
+    return {"backend": backend, "episodes": episodes, "monitors": monitors.model_dump(mode="json")}
+
+
+def check_sweep_fingerprint(out: Path, fingerprint: dict[str, Any], has_episodes: bool) -> None:
+    """Refuse to resume into a folder whose finished episodes were recorded with another configuration."""
+    path = out / SWEEP_CONFIG_FILE
+    if not has_episodes or not path.is_file():
+        return
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EpisodeRunError(f"{path}: unreadable ({exc}); remove {out} or choose a new --out") from exc
+    if recorded != json.loads(json.dumps(fingerprint, sort_keys=True)):
+        changed = sorted(k for k in fingerprint if recorded.get(k) != json.loads(json.dumps(fingerprint[k])))
+        raise EpisodeRunError(
+            f"{out}: its finished episodes were recorded with a different configuration (changed: "
+            f"{', '.join(changed)}); remove {out} or choose a new --out"
+        )
+
+
 def monitors_for(cfg: EpisodesConfig, config_path: str | Path | None) -> MonitorsConfig:
     """The runtime monitor config: ``monitors_file``, else the ``monitors`` section of the episodes file."""
     if cfg.monitors_file is not None:
@@ -485,7 +511,10 @@ def run_sweep(
         raise EpisodeRunError(
             f"{out}: already holds {len(done)} finished episode(s); pass --resume to continue, or choose a new --out"
         )
+    fingerprint = sweep_fingerprint(cfg, monitors, backend)
+    check_sweep_fingerprint(out, fingerprint, bool(done))
     out.mkdir(parents=True, exist_ok=True)
+    (out / SWEEP_CONFIG_FILE).write_text(json.dumps(fingerprint, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     for stale in list(logs_dir.glob(".*.tmp")) + list((out / BAGS_DIR).glob(".*.tmp")):
         _remove(stale)
     todo = [s for s in specs if s.episode_id not in done]

@@ -5,25 +5,25 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
+
 from perception_safety.cli import main
 
 CONFIG = Path(__file__).resolve().parents[2] / "config"
 
 
+def small_demo_config(tmp_path: Path, perturbations: list[dict]) -> Path:
+    """config/demo.yaml with a shorter perturbation list (and the monitors file found from tmp_path)."""
+    data = yaml.safe_load((CONFIG / "demo.yaml").read_text())
+    data["episodes"]["perturbations"] = perturbations
+    data["episodes"]["monitors_file"] = str(CONFIG / "monitors.yaml")
+    path = tmp_path / f"demo_{len(perturbations)}.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
 def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
-    text = (CONFIG / "demo.yaml").read_text()
-    text = text.replace("monitors_file: monitors.yaml", f"monitors_file: {CONFIG / 'monitors.yaml'}")
-    small = text.replace(
-        """    - {name: smoke, levels: [1, 3]}
-    - {name: rain, levels: [2]}
-    - {name: brightness, levels: [1]}
-    - {name: shifted_pixels, levels: [2]}
-    - {name: gaussian_noise, levels: [3]}""",
-        "    - {name: smoke, levels: [3]}",
-    )
-    assert small != text
-    cfg = tmp_path / "demo.yaml"
-    cfg.write_text(small)
+    cfg = small_demo_config(tmp_path, [{"name": "smoke", "levels": [3]}])
     out = tmp_path / "demo"
     assert main(["demo", "--config", str(cfg), "--out", str(out), "--jobs", "1"]) == 0
     printed = capsys.readouterr().out
@@ -39,3 +39,7 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     first = (out / "evaluation" / "results.json").read_bytes()
     assert main(["demo", "--config", str(cfg), "--out", str(out), "--jobs", "1"]) == 0
     assert (out / "evaluation" / "results.json").read_bytes() == first
+    # A different sweep into the same folder is refused instead of mixing two configurations.
+    other = small_demo_config(tmp_path, [{"name": "smoke", "levels": [3]}, {"name": "rain", "levels": [1]}])
+    assert main(["demo", "--config", str(other), "--out", str(out), "--jobs", "1"]) == 2
+    assert "different configuration (changed: episodes)" in capsys.readouterr().err

@@ -173,3 +173,18 @@ def test_unknown_perturbation_is_a_clear_error(tmp_path: Path) -> None:
     cfg_path = write_tiny_config(tmp_path / "cfg2", perturbations=[{"name": "fog", "levels": [9]}])
     with pytest.raises(EpisodeRunError, match=r"levels: fog has levels 1\.\.4, got 9"):
         plan_episodes(load_episodes_config(cfg_path))
+
+
+def test_resume_with_a_changed_config_is_refused(sweep: tuple[Path, Path], tmp_path: Path) -> None:
+    import shutil
+
+    cfg_path, out = sweep
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    cfg = load_episodes_config(cfg_path)
+    changed = cfg.model_copy(update={"seed": cfg.seed + 1})
+    with pytest.raises(EpisodeRunError, match=r"different configuration \(changed: episodes\)"):
+        run_sweep(changed, copy, resume=True, monitors=monitors_for(cfg, cfg_path))
+    # the same configuration resumes (nothing left to run)
+    report = run_sweep(cfg, copy, resume=True, monitors=monitors_for(cfg, cfg_path))
+    assert report.ran == 0 and report.skipped == report.planned
