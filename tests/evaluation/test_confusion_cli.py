@@ -15,7 +15,9 @@ from perception_safety.io.dataset import write_jsonl_frames
 
 from .test_confusion import hand_scene
 
-REFERENCE = Path("/work/shared/reference/dist_confusion_matrices_nuscenes_yolov3.json")
+REFERENCE = (
+    Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
+)
 CONFIG = "confusion:\n  classes: {ped: [ped], obs: [obs]}\n  bin_edges: [0, 10, 20, 30]\n  dpi: 40\n"
 
 
@@ -92,7 +94,7 @@ def test_matrix_files_are_summed(tmp_path: Path, dataset: tuple[Path, Path]) -> 
     assert np.array_equal(double.prop_cm_pooled, 2 * single.prop_cm_pooled)
 
 
-@pytest.mark.skipif(not REFERENCE.exists(), reason="reference file not available")
+@pytest.mark.usefixtures("shared_reference")
 def test_reference_file_renders(tmp_path: Path) -> None:
     out = tmp_path / "ref"
     assert main(["confusion", str(REFERENCE), "--out", str(out), "--no-plots"]) == 0

@@ -17,8 +17,10 @@ from perception_safety.evaluation.confusion_io import (
     write_json,
 )
 
-REFERENCE = Path("/work/shared/reference/dist_confusion_matrices_nuscenes_yolov3.json")
-needs_reference = pytest.mark.skipif(not REFERENCE.exists(), reason="reference file not available")
+REFERENCE = (
+    Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
+)
+needs_reference = pytest.mark.usefixtures("shared_reference")  # fails loudly when ../shared is missing
 
 
 @needs_reference

@@ -8,13 +8,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-REFERENCE = Path("/work/shared/reference/dist_confusion_matrices_nuscenes_yolov3.json")
+REFERENCE = (
+    Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
+)  # ../shared beside the checkout
 
 
 @pytest.fixture(scope="session")
 def reference() -> dict:
     if not REFERENCE.exists():
-        pytest.skip(f"reference data {REFERENCE} not present")
+        pytest.fail(f"reference data {REFERENCE} not found (shared/ must sit beside the checkout)")
     data = json.loads(REFERENCE.read_text())
     out = {"edges": [tuple(e) for e in data["bin_edges_m"]]}
     for kind in ("class", "prop"):

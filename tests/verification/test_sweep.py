@@ -19,7 +19,7 @@ from .conftest import REFERENCE
 @pytest.fixture(scope="module")
 def confusion():
     if not REFERENCE.exists():
-        pytest.skip("reference data not present")
+        pytest.fail(f"reference data {REFERENCE} not found")
     return load_matrices(REFERENCE)
 
 

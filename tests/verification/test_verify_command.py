@@ -14,7 +14,7 @@ from .conftest import REFERENCE
 @pytest.fixture(autouse=True)
 def _need_reference():
     if not REFERENCE.exists():
-        pytest.skip("reference data not present")
+        pytest.fail(f"reference data {REFERENCE} not found")
 
 
 def test_verify_writes_results_for_every_initial_speed(tmp_path, capsys):
