@@ -23,10 +23,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from perception_safety.core.episode import Episode
 from perception_safety.core.matching import match_boxes
 from perception_safety.core.types import Frame
 from perception_safety.errors import PerceptionSafetyError
-from perception_safety.io.episode_log import Episode
 
 
 class ReturnsError(PerceptionSafetyError):

@@ -1,1 +1,1 @@
-"""Input/output: rosbag2 bags (rosbags), datasets, episode logs, config loading. Never imported by science layers."""
+"""Input/output: rosbag2 bags (rosbags), datasets, episode logs, config files. Science layers never import it."""

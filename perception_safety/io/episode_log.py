@@ -30,41 +30,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from perception_safety.core.types import Frame, InvalidValueError
+from perception_safety.core.episode import ROLLOUTS, Episode, EpisodeStep
+from perception_safety.core.types import InvalidValueError
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.io.dataset import frame_from_record, frame_to_record
 
-ROLLOUTS = ("perception", "monitored", "ground_truth")
+__all__ = ["ROLLOUTS", "Episode", "EpisodeLogError", "EpisodeLogReport", "EpisodeLogWriter", "EpisodeStep",
+           "iter_episodes", "read_episode_log"]
 
 
 class EpisodeLogError(PerceptionSafetyError):
     """An episode log is unreadable, malformed, or written out of order."""
-
-
-@dataclass(frozen=True)
-class EpisodeStep:
-    """One frame of one rollout: world state at t, the system's stop request and the monitor verdict."""
-
-    t: int
-    running: bool
-    collision: bool = False
-    stop: bool = False
-    alarm: bool = False
-    frame: Frame | None = None
-    reasons: tuple[str, ...] = ()
-    values: Mapping[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Episode:
-    """A complete (ended) rollout read back from a log."""
-
-    episode: str
-    rollout: str
-    steps: tuple[EpisodeStep, ...]
-    meta: Mapping[str, Any] = field(default_factory=dict)
-    end_reason: str = ""
-    source: str = ""
 
 
 @dataclass

@@ -6,7 +6,6 @@ threshold 1580 at 1280x720, warning region (274, 468, 733, 252), danger region (
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -110,13 +109,6 @@ class MonitorsConfig(_Strict):
     contrast: ContrastConfig = ContrastConfig()
     plausibility: PlausibilityConfig = PlausibilityConfig()
     stop_region: StopRegionConfig = StopRegionConfig()
-
-
-def load_monitors_config(path: str | Path | None) -> MonitorsConfig:
-    """Load the ``monitors`` section of a YAML file (defaults when ``path`` is None)."""
-    from perception_safety.io.config import load_model
-
-    return load_model(path, MonitorsConfig, section="monitors")
 
 
 PerturbationName = Literal[

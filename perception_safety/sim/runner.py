@@ -34,10 +34,11 @@ from perception_safety.evaluation.returns import (
     e1_metrics,
     e2_metrics,
 )
+from perception_safety.io.config import load_model
 from perception_safety.io.episode_log import ROLLOUTS, EpisodeLogWriter, EpisodeStep, read_episode_log
 from perception_safety.monitors.base import MonitorResult
 from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
-from perception_safety.monitors.config import MonitorsConfig, load_monitors_config
+from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.monitors.perturbations import PERTURBATIONS, frame_seed, perturb
 from perception_safety.sim.builtin import BuiltinBackend
 from perception_safety.sim.config import EpisodesConfig
@@ -488,8 +489,8 @@ def check_sweep_fingerprint(out: Path, fingerprint: dict[str, Any], has_episodes
 def monitors_for(cfg: EpisodesConfig, config_path: str | Path | None) -> MonitorsConfig:
     """The runtime monitor config: ``monitors_file``, else the ``monitors`` section of the episodes file."""
     if cfg.monitors_file is not None:
-        return load_monitors_config(cfg.monitors_file)
-    return load_monitors_config(config_path)
+        return load_model(cfg.monitors_file, MonitorsConfig, section="monitors")
+    return load_model(config_path, MonitorsConfig, section="monitors")
 
 
 def run_sweep(

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from perception_safety.core.types import Box, Detection, Frame
-from perception_safety.io.config import ConfigError
+from perception_safety.io.config import ConfigError, load_model
 from perception_safety.monitors.base import Level, Monitor, MonitorResult
 from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
-from perception_safety.monitors.config import DANGER_REGION, WARNING_REGION, MonitorsConfig, load_monitors_config
+from perception_safety.monitors.config import DANGER_REGION, WARNING_REGION, MonitorsConfig
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,7 +47,7 @@ def test_composite_is_or_of_members_with_prefixed_reasons() -> None:
 
 
 def test_shipped_config_is_the_paper_defaults() -> None:
-    cfg = load_monitors_config(REPO / "config" / "monitors.yaml")
+    cfg = load_model(REPO / "config" / "monitors.yaml", MonitorsConfig, "monitors")
     default = MonitorsConfig()
     assert cfg.plausibility == default.plausibility and cfg.stop_region == default.stop_region
     assert cfg.contrast.model_copy(update={"threshold": None}) == default.contrast
@@ -60,10 +60,10 @@ def test_bad_config_names_file_and_key(tmp_path: Path) -> None:
     p = tmp_path / "m.yaml"
     p.write_text("monitors:\n  contrast:\n    statistic: entropy\n")
     with pytest.raises(ConfigError, match=r"m\.yaml: monitors\.contrast\.statistic"):
-        load_monitors_config(p)
+        load_model(p, MonitorsConfig, "monitors")
     p.write_text("monitors:\n  plausibility:\n    danger_region: {left: 0, top: 0, width: -5, height: 3}\n")
     with pytest.raises(ConfigError, match=r"monitors\.plausibility\.danger_region\.width"):
-        load_monitors_config(p)
+        load_model(p, MonitorsConfig, "monitors")
 
 
 def test_runtime_monitor_combines_contrast_and_plausibility() -> None:
