@@ -2,6 +2,7 @@
 # each step re-runs only when its inputs changed), then act.
 SHELL := /bin/bash
 VENV ?= .venv
+PYTHON ?= python3
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check
 MSGS := $(wildcard perception_safety/io/msg/vision_msgs/*.msg)
@@ -16,15 +17,16 @@ help:
 env: $(VENV)/.stamp-package
 
 $(PY):
-	python3 -m venv $(VENV)
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "the pins are resolved for Python 3.11; $(PYTHON) is " + sys.version.split()[0] + " (make PYTHON=python3.11 ...)")'
+	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.stamp-requirements: requirements.txt | $(PY)
+$(VENV)/.stamp-requirements: requirements.txt constraints.txt | $(PY)
 	$(PIP) install -q pip==25.3
-	$(PIP) install -q -r requirements.txt
+	$(PIP) install -q -r requirements.txt -c constraints.txt
 	@touch $@
 
-$(VENV)/.stamp-system: tools/ensure_system_packages.sh
-	tools/ensure_system_packages.sh
+$(VENV)/.stamp-system: tools/ensure_system_packages.sh | $(PY)
+	tools/ensure_system_packages.sh $(PY)
 	@touch $@
 
 $(VENV)/.stamp-vision-msgs: $(VENV)/.stamp-requirements $(VENV)/.stamp-system interfaces/vision_msgs/CMakeLists.txt $(MSGS)

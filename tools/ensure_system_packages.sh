@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
-# System tools the set-up needs: cmake and a C/C++ compiler (to build the vision_msgs interfaces
+# System tools the set-up needs (usage: ensure_system_packages.sh [PYTHON]): Python headers, cmake and a C/C++ compiler (to build the vision_msgs interfaces
 # into the venv) and Chromium (the report's browser test). Installs what is missing via apt-get
 # when running as root; otherwise says what to install. Chromium is optional (its test says so).
 set -euo pipefail
+py=${1:-python3}
 need=()
+# The vision_msgs build compiles a Python C extension: it needs Python.h of the venv's interpreter.
+"$py" -c 'import os, sys, sysconfig; sys.exit(not os.path.isfile(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+  || need+=(python3-dev)
 command -v cmake >/dev/null || need+=(cmake)
 command -v g++ >/dev/null || need+=(g++)
 command -v make >/dev/null || need+=(make)
