@@ -7,6 +7,8 @@ from pathlib import Path
 
 from rich.console import Console
 
+from perception_safety.errors import PerceptionSafetyError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -26,7 +28,9 @@ def run(args: argparse.Namespace) -> int:
     from perception_safety.commands.evaluate import print_summary
     from perception_safety.pipeline.demo import default_demo_config, run_demo
 
+    if args.jobs < 1:
+        raise PerceptionSafetyError(f"--jobs must be at least 1, got {args.jobs}")
     config = args.config or default_demo_config()
-    ev, _ = run_demo(config, args.out, max(1, args.jobs), Console(stderr=True))
+    ev, _ = run_demo(config, args.out, args.jobs, Console(stderr=True))
     print_summary(ev, args.out / "evaluation", Console())
     return 0

@@ -8,6 +8,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
+from perception_safety.errors import PerceptionSafetyError
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -34,9 +36,11 @@ def run(args: argparse.Namespace) -> int:
     from perception_safety.pipeline.evaluate_config import load_evaluate_config
     from perception_safety.pipeline.run import run_evaluate
 
+    if args.jobs < 1:
+        raise PerceptionSafetyError(f"--jobs must be at least 1, got {args.jobs}")
     console = Console(stderr=True)
     cfg, text = load_evaluate_config(args.config)
-    ev = run_evaluate(args.inputs, cfg, text, args.out, max(1, args.jobs), console, args.episodes)
+    ev = run_evaluate(args.inputs, cfg, text, args.out, args.jobs, console, args.episodes)
     print_summary(ev, args.out, Console())
     return 0
 

@@ -108,6 +108,11 @@ def test_no_usable_topics_gives_error_and_exit_code(make_frames_like, tmp_path, 
     assert "anchor topic /detections" in err and "cam_only" in err
 
 
+def test_jobs_must_be_positive(tmp_path, capsys):
+    assert main(["evaluate", str(tmp_path), "--out", str(tmp_path / "out"), "--jobs", "0"]) == 2
+    assert "--jobs must be at least 1" in capsys.readouterr().err
+
+
 def test_directory_without_bags_is_an_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["evaluate", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 2
