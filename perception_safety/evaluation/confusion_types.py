@@ -165,7 +165,3 @@ class DistanceConfusion:
             if lo <= distance < hi:
                 return i
         return None
-
-    def column_totals(self, kind: Kind, pooled: bool = False) -> np.ndarray:
-        """Number of samples per true label (objects for class, (frame, bin) cells for prop)."""
-        return self.counts(kind, pooled).sum(axis=-2)

@@ -190,7 +190,8 @@ def fit_pspline(
                 raise SplineFitError(f"unknown lambda criterion {criterion!r}")
             if best is None or score < best[0]:
                 best = (score, float(lam_value), beta_i, rss_i, edf_i)
-        assert best is not None
+        if best is None:
+            raise SplineFitError("lambda selection: the lambda grid is empty")
         _, chosen, beta, rss, edf = best
     return PSplineFit(
         x_min=float(x[0]),

@@ -75,11 +75,6 @@ def ego_rect(cfg: ScenarioConfig, x_from: float, x_to: float) -> Rect:
     return Rect(lo - e.length / 2.0, hi + e.length / 2.0, e.lane_y - e.width / 2.0, e.lane_y + e.width / 2.0)
 
 
-def pedestrian_rect(cfg: ScenarioConfig, x: float, y: float) -> Rect:
-    p = cfg.pedestrian
-    return Rect(x - p.width / 2.0, x + p.width / 2.0, y - p.depth / 2.0, y + p.depth / 2.0)
-
-
 def initial_state(cfg: ScenarioConfig) -> WorldState:
     return WorldState(0.0, 0.0, cfg.ego.speed, cfg.pedestrian.x, pedestrian_y(cfg, 0.0))
 

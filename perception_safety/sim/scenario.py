@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -144,14 +143,3 @@ class Backend(Protocol):
     def step(self, control: Control) -> Observation: ...
 
     def close(self) -> None: ...
-
-
-def load_scenario(path: str | Path | None) -> ScenarioConfig:
-    """The ``scenario`` key of the ``episodes`` section (defaults when ``path`` is None)."""
-    from perception_safety.io.config import load_model
-
-    class _Section(BaseModel):
-        model_config = ConfigDict(extra="allow")
-        scenario: ScenarioConfig = ScenarioConfig()
-
-    return load_model(path, _Section, section="episodes").scenario
