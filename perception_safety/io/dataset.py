@@ -46,6 +46,38 @@ def _box(value: Any, what: str) -> Box:
     return Box(*coords)
 
 
+def _number(obj: dict[str, Any], key: str, default: float | None = None) -> float:
+    """``obj[key]`` as a float; a missing key (without default), text, bool or null names the key."""
+    if key not in obj:
+        if default is None:
+            raise InvalidValueError(f"missing key {key!r}")
+        return default
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidValueError(f"{key}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _text(obj: dict[str, Any], key: str, required: bool = True) -> str:
+    """``obj[key]`` as a string; numbers are accepted as ids, null and containers are not."""
+    if key not in obj:
+        if required:
+            raise InvalidValueError(f"missing key {key!r}")
+        return ""
+    value = obj[key]
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise InvalidValueError(f"{key}: expected a string, got {value!r}")
+    return str(value)
+
+
+def _position(value: Any) -> tuple[float, float, float]:
+    if not isinstance(value, list | tuple) or len(value) != 3:
+        raise InvalidValueError(f"position: expected [x, y, z], got {value!r}")
+    if any(isinstance(v, bool) or not isinstance(v, int | float) for v in value):
+        raise InvalidValueError(f"position: expected three numbers, got {value!r}")
+    return (float(value[0]), float(value[1]), float(value[2]))
+
+
 def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
     """Build a `Frame` from one decoded JSON line; raises `InvalidValueError` naming the field."""
     if not isinstance(record, dict):
@@ -53,25 +85,34 @@ def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
     dets = []
     for i, d in enumerate(record.get("detections", []) or []):
         try:
-            dets.append(Detection(_box(d["box"], "box"), str(d["class"]), float(d.get("score", 1.0))))
+            if not isinstance(d, dict):
+                raise InvalidValueError(f"expected an object, got {d!r}")
+            if "box" not in d:
+                raise InvalidValueError("missing key 'box'")
+            box = _box(d["box"], "box")
+            dets.append(Detection(box, _text(d, "class"), _number(d, "score", 1.0)))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidValueError(f"detections[{i}]: {_describe(exc)}") from exc
     gts = []
     for i, g in enumerate(record.get("ground_truth", []) or []):
         try:
+            if not isinstance(g, dict):
+                raise InvalidValueError(f"expected an object, got {g!r}")
+            if "box" not in g:
+                raise InvalidValueError("missing key 'box'")
             box = _box(g["box"], "box")
-            pos = g.get("position")
+            cls, track = _text(g, "class"), _text(g, "track_id", required=False)
+            pos = _position(g["position"]) if g.get("position") is not None else None
             if "distance" in g:
-                p = None if pos is None else tuple(float(v) for v in pos)
-                gts.append(GroundTruthObject(box, str(g["class"]), float(g["distance"]), p, str(g.get("track_id", ""))))
+                gts.append(GroundTruthObject(box, cls, _number(g, "distance"), pos, track))
             elif pos is not None:
-                gts.append(GroundTruthObject.at_position(box, str(g["class"]), pos, str(g.get("track_id", ""))))
+                gts.append(GroundTruthObject.at_position(box, cls, pos, track))
             else:
                 raise InvalidValueError("needs 'distance' or 'position'")
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidValueError(f"ground_truth[{i}]: {_describe(exc)}") from exc
     stamp = record.get("stamp_ns", index)
-    if not isinstance(stamp, int):
+    if isinstance(stamp, bool) or not isinstance(stamp, int):
         raise InvalidValueError(f"stamp_ns: expected an integer, got {stamp!r}")
     return Frame(
         stamp_ns=stamp, detections=tuple(dets), ground_truth=tuple(gts), frame_id=str(record.get("frame", index))

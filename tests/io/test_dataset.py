@@ -35,6 +35,14 @@ def test_distance_from_position_and_defaults(tmp_path):
         ('{"detections": [{"box": [0, 0, 1, NaN], "class": "car"}]}', "non-finite"),
         ('{"detections": [{"class": "car"}]}', "missing key 'box'"),
         ("{not json", "Expecting"),
+        ('{"ground_truth": [{"box": [0, 0, 1, 1], "class": "car", "distance": "x"}]}', r"distance: expected a number"),
+        ('{"detections": [{"box": [0, 0, 1, 1], "class": "car", "score": true}]}', r"score: expected a number"),
+        ('{"detections": [{"box": [0, 0, 1, 1], "class": null}]}', r"class: expected a string"),
+        (
+            '{"ground_truth": [{"box": [0, 0, 1, 1], "class": "p", "position": [1, 2]}]}',
+            r"position: expected \[x, y, z\]",
+        ),
+        ('{"stamp_ns": true}', "stamp_ns: expected an integer"),
     ],
 )
 def test_bad_lines_name_file_and_line(tmp_path, line, expected):
