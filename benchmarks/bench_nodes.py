@@ -5,15 +5,19 @@ subjects receive the same stream in turn: (1) a bare subscriber that only takes 
 messages (reads the stamp, nothing else), (2) the installed ``safety_monitor`` node (zero-copy deserialization,
 stamp pairing, contrast + plausibility + stop rule, publishing). For each: achieved rate, drop rate, latency
 median/p95 (bare: image stamp -> callback; monitor: image stamp -> its monitor_results message received by
-this process) and CPU per frame from /proc (utime+stime of the subject process over the window).
+this process) and CPU per frame from /proc (utime+stime of the subject process over the window; also the
+median over 1 s sub-windows, which a neighbour's burst on the shared machine disturbs less).
+``--compare-opencv-threads N`` runs the node a second time with ``opencv_threads: N`` (-1: OpenCV's default pool).
 Fast DDS runs with config/fastdds_loopback_shm.xml (64 MB shared memory, UDP on loopback only).
 
     .venv/bin/python benchmarks/bench_nodes.py [--seconds 8] [--width 1920 --height 1080 --rate 30]
+        [--compare-opencv-threads -1]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -58,8 +62,10 @@ def run_publisher(width: int, height: int, rate: float) -> None:
 
     from perception_safety.core.types import Box, Detection
     from perception_safety.ros import convert
+    from perception_safety.ros.memory import keep_frame_buffers
     from perception_safety.ros.qos import input_qos
 
+    keep_frame_buffers()  # as the node does: no per-frame mmap/page faults stealing the shared cores
     rclpy.init()
     node = rclpy.create_node("bench_camera")
     pub_img = node.create_publisher(Image, "/bench/image", input_qos(1))
@@ -87,14 +93,20 @@ def run_publisher(width: int, height: int, rate: float) -> None:
 
 
 def run_bare(out_path: str, depth: int = 5) -> None:
-    """Raw subscriptions only; records (receive ns, image stamp ns) per image."""
+    """Raw subscriptions only; records (receive ns, image stamp ns) per image.
+
+    With the node's malloc setting (`keep_frame_buffers`): without it the bare subscriber alternates between
+    ~5 ms and ~18 ms CPU per frame (4 500 page faults per frame) from one start to the next.
+    """
     import rclpy
     from rclpy.executors import ExternalShutdownException
     from sensor_msgs.msg import Image
     from vision_msgs.msg import Detection2DArray
 
+    from perception_safety.ros.memory import keep_frame_buffers
     from perception_safety.ros.qos import input_qos
 
+    keep_frame_buffers()
     rclpy.init()
     node = rclpy.create_node("bench_bare")
     seen: list[tuple[int, int]] = []
@@ -120,7 +132,9 @@ def run_bare(out_path: str, depth: int = 5) -> None:
 # ----------------------------------------------------------------------------- measurement
 
 
-def _stats(samples: list[tuple[int, int]], t0: int, t1: int, rate: float, cpu: float) -> dict[str, float]:
+def _stats(samples: list[tuple[int, int]], t0: int, t1: int, rate: float, cpu: float,
+           ticks: list[tuple[int, float]]) -> dict[str, float]:
+    """Window statistics; ``ticks`` are (time ns, CPU s) readings about 1 s apart for the per-second median."""
     import numpy as np
 
     window = [(r, s) for r, s in samples if t0 <= s < t1]
@@ -134,20 +148,36 @@ def _stats(samples: list[tuple[int, int]], t0: int, t1: int, rate: float, cpu: f
         "latency_median_ms": float(np.median(lat)),
         "latency_p95_ms": float(np.percentile(lat, 95)),
         "cpu_ms_per_frame": 1000.0 * cpu / max(n, 1),
+        "cpu_ms_frame_med1s": _median_per_second(window, ticks),
         "cpu_pct_core": 100.0 * cpu / seconds,
     }
 
 
+def _median_per_second(window: list[tuple[int, int]], ticks: list[tuple[int, float]]) -> float:
+    """Median over ~1 s sub-windows of CPU ms per frame: robust to a neighbour's burst in one second."""
+    import numpy as np
+
+    stamps = np.array(sorted(s for _, s in window), dtype=np.int64)
+    per = []
+    for (ta, ca), (tb, cb) in itertools.pairwise(ticks):
+        n = int(np.searchsorted(stamps, tb) - np.searchsorted(stamps, ta))
+        if n:
+            per.append(1000.0 * (cb - ca) / n)
+    return float(np.median(per)) if per else float("nan")
+
+
 def in_process_costs(width: int, height: int, repeats: int = 30) -> dict[str, float]:
     """Median CPU ms per frame of the node's work without DDS: CDR decode, + image conversion, + monitors."""
+    import cv2
     import numpy as np
     from rclpy.serialization import serialize_message
 
     from perception_safety.core.types import Box, Detection, Frame
     from perception_safety.monitors.config import MonitorsConfig
     from perception_safety.ros import convert
-    from perception_safety.ros.safety_monitor_node import MonitorSuite
+    from perception_safety.ros.safety_monitor_node import MonitorSuite, SafetyMonitorParams
 
+    cv2.setNumThreads(SafetyMonitorParams().opencv_threads)  # as the node sets it
     img = np.random.default_rng(0).integers(0, 256, size=(height, width, 3), dtype=np.uint8)
     raw_img = serialize_message(convert.image_msg(img, 1))
     dets = tuple(Detection(Box(100.0 + 40 * i, 300.0, 180.0 + 40 * i, 500.0), "car", 0.8) for i in range(5))
@@ -178,16 +208,21 @@ def in_process_costs(width: int, height: int, repeats: int = 30) -> dict[str, fl
     return {"decode": timed(decode), "decode+convert": timed(convert_all), "decode+convert+monitors": timed(full)}
 
 
-def _measure(proc: subprocess.Popen, ready: Path, warmup: float, seconds: float) -> tuple[int, int, float]:
+def _measure(proc: subprocess.Popen, ready: Path, warmup: float,
+             seconds: float) -> tuple[int, int, float, list[tuple[int, float]]]:
     """CPU seconds of ``proc`` over a window that starts ``warmup`` s after its first message (``ready`` exists)."""
     deadline = time.monotonic() + 60
     while not ready.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
     time.sleep(warmup)
     c0, t0 = _cpu_seconds(proc.pid), time.time_ns()
-    time.sleep(seconds)
-    c1, t1 = _cpu_seconds(proc.pid), time.time_ns()
-    return t0, t1, c1 - c0
+    ticks = [(t0, c0)]
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        time.sleep(min(1.0, max(0.0, end - time.monotonic())))
+        ticks.append((time.time_ns(), _cpu_seconds(proc.pid)))
+    t1, c1 = ticks[-1]
+    return t0, t1, c1 - c0, ticks
 
 
 def _stop(proc: subprocess.Popen) -> None:
@@ -196,6 +231,46 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait(timeout=20)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+def _measure_node(a: argparse.Namespace, env: dict[str, str], opencv_threads: int | None) -> dict[str, float]:
+    """Start the installed safety_monitor on the bench topics; stats of its monitor_results over the window."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from perception_safety.ros.convert import stamp_to_ns
+    from perception_safety.ros.qos import output_qos
+
+    params = Path(tempfile.mkdtemp(prefix="bench-nodes-")) / "params.yaml"
+    extra = "" if opencv_threads is None else f"    opencv_threads: {opencv_threads}\n"
+    params.write_text("safety_monitor:\n  ros__parameters:\n    topics: {image: /bench/image, "
+                      f"detections: /bench/detections}}\n    qos: {{input_depth: {a.input_depth}}}\n{extra}")
+    monitor = subprocess.Popen([str(BIN / "safety_monitor"), "--ros-args", "-r", "__node:=safety_monitor",
+                                "--params-file", str(params)], env=env)
+    node = rclpy.create_node("bench_probe")
+    got: list[tuple[int, int]] = []
+    node.create_subscription(DiagnosticArray, "/safety_monitor/monitor_results",
+                             lambda m: got.append((time.time_ns(), stamp_to_ns(m.header.stamp))), output_qos(100))
+    deadline = time.monotonic() + 60
+    while not got and time.monotonic() < deadline:  # the window starts `warmup` s after the first result
+        rclpy.spin_once(node, timeout_sec=0.01)
+    end = time.monotonic() + a.warmup + a.seconds + 0.5
+    c0 = t0 = c1 = t1 = None
+    ticks: list[tuple[int, float]] = []
+    next_tick = end - a.seconds - 0.5
+    while time.monotonic() < end:
+        rclpy.spin_once(node, timeout_sec=0.01)
+        now = time.monotonic()
+        if c1 is None and now >= next_tick:
+            ticks.append((time.time_ns(), _cpu_seconds(monitor.pid)))
+            next_tick = min(next_tick + 1.0, end - 0.5)
+            if c0 is None:
+                t0, c0 = ticks[0]
+            elif now >= end - 0.5:
+                t1, c1 = ticks[-1]
+    _stop(monitor)
+    node.destroy_node()
+    return _stats(got, t0, t1, a.rate, c1 - c0, ticks)
 
 
 def main() -> int:
@@ -207,6 +282,8 @@ def main() -> int:
     ap.add_argument("--height", type=int, default=1080)
     ap.add_argument("--rate", type=float, default=30.0)
     ap.add_argument("--input-depth", type=int, default=5, help="safety_monitor qos.input_depth (and the bare one's)")
+    ap.add_argument("--compare-opencv-threads", type=int, default=None, metavar="N",
+                    help="also run the node with opencv_threads N (after the default one), in the same run")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     if a.role == "publisher":
@@ -229,43 +306,22 @@ def main() -> int:
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             out = f.name
         bare = subprocess.Popen([*me, "--role", "bare", "--out", out, "--input-depth", str(a.input_depth)], env=env)
-        t0, t1, cpu = _measure(bare, Path(out + ".ready"), a.warmup, a.seconds)
+        t0, t1, cpu, ticks = _measure(bare, Path(out + ".ready"), a.warmup, a.seconds)
         _stop(bare)
-        results["bare subscriber"] = _stats([tuple(x) for x in json.loads(Path(out).read_text())], t0, t1, a.rate, cpu)
+        results["bare subscriber"] = _stats([tuple(x) for x in json.loads(Path(out).read_text())], t0, t1, a.rate, cpu,
+                                          ticks)
 
-        # 2) safety_monitor node, results received here
+        # 2) safety_monitor node, results received here (then optionally with another opencv_threads)
         import rclpy
-        from diagnostic_msgs.msg import DiagnosticArray
 
-        from perception_safety.ros.convert import stamp_to_ns
-        from perception_safety.ros.qos import output_qos
-
-        params = Path(tempfile.mkdtemp(prefix="bench-nodes-")) / "params.yaml"
-        params.write_text("safety_monitor:\n  ros__parameters:\n    topics: {image: /bench/image, "
-                          f"detections: /bench/detections}}\n    qos: {{input_depth: {a.input_depth}}}\n")
-        monitor = subprocess.Popen([str(BIN / "safety_monitor"), "--ros-args", "-r", "__node:=safety_monitor",
-                                    "--params-file", str(params)], env=env)
         rclpy.init()
-        node = rclpy.create_node("bench_probe")
-        got: list[tuple[int, int]] = []
-        node.create_subscription(DiagnosticArray, "/safety_monitor/monitor_results",
-                                 lambda m: got.append((time.time_ns(), stamp_to_ns(m.header.stamp))), output_qos(100))
-        deadline = time.monotonic() + 60
-        while not got and time.monotonic() < deadline:  # the window starts `warmup` s after the first result
-            rclpy.spin_once(node, timeout_sec=0.01)
-        end = time.monotonic() + a.warmup + a.seconds + 0.5
-        c0 = t0 = c1 = t1 = None
-        while time.monotonic() < end:
-            rclpy.spin_once(node, timeout_sec=0.01)
-            now = time.monotonic()
-            if c0 is None and now >= end - a.seconds - 0.5:
-                c0, t0 = _cpu_seconds(monitor.pid), time.time_ns()
-            if c1 is None and now >= end - 0.5:
-                c1, t1 = _cpu_seconds(monitor.pid), time.time_ns()
-        _stop(monitor)
-        node.destroy_node()
-        rclpy.try_shutdown()
-        results["safety_monitor node"] = _stats(got, t0, t1, a.rate, c1 - c0)
+        try:
+            results["safety_monitor node"] = _measure_node(a, env, None)
+            if a.compare_opencv_threads is not None:
+                n = a.compare_opencv_threads
+                results[f"node, opencv_threads {n}"] = _measure_node(a, env, n)
+        finally:
+            rclpy.try_shutdown()
     finally:
         _stop(publisher)
 
@@ -273,15 +329,17 @@ def main() -> int:
     base = results["bare subscriber"]
     print(f"{a.width}x{a.height} rgb8 at {a.rate:g} Hz + Detection2DArray(5), {a.seconds:g} s window "
           f"(from {a.warmup:g} s after the first message), Fast DDS profile config/fastdds_loopback_shm.xml")
-    keys = ["rate_hz", "drop_pct", "latency_median_ms", "latency_p95_ms", "cpu_ms_per_frame", "cpu_pct_core"]
+    keys = ["rate_hz", "drop_pct", "latency_median_ms", "latency_p95_ms", "cpu_ms_per_frame", "cpu_ms_frame_med1s",
+            "cpu_pct_core"]
     print(f"{'subject':<22}" + "".join(f"{k:>20}" for k in keys))
     for name, r in results.items():
         print(f"{name:<22}" + "".join(f"{r[k]:>20.2f}" for k in keys))
-    mon = results["safety_monitor node"]
-    # drop rate: a ratio against ~0 % is meaningless; show the difference in percentage points instead
-    cells = [f"{mon[k] - base[k]:>+19.2f}p" if k == "drop_pct" else
-             f"{(mon[k] / base[k] if base[k] else float('nan')):>20.2f}" for k in keys]
-    print(f"{'ratio node/bare':<22}" + "".join(cells))
+    for name, mon in list(results.items())[1:]:
+        # drop rate: a ratio against ~0 % is meaningless; show the difference in percentage points instead
+        cells = [f"{mon[k] - base[k]:>+19.2f}p" if k == "drop_pct" else
+                 f"{(mon[k] / base[k] if base[k] else float('nan')):>20.2f}" for k in keys]
+        label = "ratio node/bare" if name == "safety_monitor node" else f"ratio {name.split(', ')[1]}"
+        print(f"{label:<22}" + "".join(cells))
     print("in-process CPU per frame, no DDS (median ms): " + ", ".join(f"{k} {v:.2f}" for k, v in costs.items()))
     return 0
 
