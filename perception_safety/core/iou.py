@@ -18,17 +18,22 @@ def box_areas(boxes: np.ndarray) -> np.ndarray:
     return np.clip(b[:, 2] - b[:, 0], 0.0, None) * np.clip(b[:, 3] - b[:, 1], 0.0, None)
 
 
+def _iou(a: np.ndarray, b: np.ndarray, area_a: np.ndarray, area_b: np.ndarray) -> np.ndarray:
+    """IoU of boxes ``a`` and ``b`` (broadcastable ``(..., 4)`` arrays) given their areas."""
+    ix = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0])
+    iy = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1])
+    inter = np.clip(ix, 0.0, None) * np.clip(iy, 0.0, None)
+    union = area_a + area_b - inter
+    out = np.zeros_like(inter)
+    np.divide(inter, union, out=out, where=union > 0)
+    return out
+
+
 def iou_matrix(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Pairwise IoU, shape ``(len(a), len(b))``; a pair whose union is empty has IoU 0."""
     a = _as_boxes(a, "a")
     b = _as_boxes(b, "b")
-    ix = np.minimum(a[:, None, 2], b[None, :, 2]) - np.maximum(a[:, None, 0], b[None, :, 0])
-    iy = np.minimum(a[:, None, 3], b[None, :, 3]) - np.maximum(a[:, None, 1], b[None, :, 1])
-    inter = np.clip(ix, 0.0, None) * np.clip(iy, 0.0, None)
-    union = box_areas(a)[:, None] + box_areas(b)[None, :] - inter
-    out = np.zeros_like(inter)
-    np.divide(inter, union, out=out, where=union > 0)
-    return out
+    return _iou(a[:, None, :], b[None, :, :], box_areas(a)[:, None], box_areas(b)[None, :])
 
 
 def iou_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -37,10 +42,4 @@ def iou_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     b = _as_boxes(b, "b")
     if len(a) != len(b):
         raise ValueError(f"iou_pairs: {len(a)} boxes against {len(b)}")
-    ix = np.minimum(a[:, 2], b[:, 2]) - np.maximum(a[:, 0], b[:, 0])
-    iy = np.minimum(a[:, 3], b[:, 3]) - np.maximum(a[:, 1], b[:, 1])
-    inter = np.clip(ix, 0.0, None) * np.clip(iy, 0.0, None)
-    union = box_areas(a) + box_areas(b) - inter
-    out = np.zeros_like(inter)
-    np.divide(inter, union, out=out, where=union > 0)
-    return out
+    return _iou(a, b, box_areas(a), box_areas(b))
