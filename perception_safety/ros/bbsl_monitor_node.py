@@ -20,6 +20,7 @@ from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level
 from perception_safety.ros import convert
 from perception_safety.ros.diagnostics import InputHealth
+from perception_safety.ros.runner import publish_period_diagnostics, run_node
 
 NODE_NAME = "bbsl_monitor"
 
@@ -184,19 +185,13 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.pub_diag.publish(convert.diagnostic_array_msg(out, now))
 
         def _on_timer(self) -> None:
-            try:
-                self._publish_diagnostics()
-                self.health.end_period()
-            except Exception as exc:
-                self.get_logger().error(f"diagnostics failed: {exc}", throttle_duration_sec=5.0)
+            publish_period_diagnostics(self)
 
     return _Node()
 
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``bbsl_monitor``."""
-    from perception_safety.ros.runner import run_node
-
     return run_node(make_node, args)
 
 

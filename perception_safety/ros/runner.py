@@ -37,3 +37,15 @@ def run_node(factory: Callable[[], Any], args: Sequence[str] | None = None) -> i
             node.destroy_node()
         rclpy.try_shutdown()
     return 0
+
+
+def publish_period_diagnostics(node: Any) -> None:
+    """A node's diagnostics timer tick: publish ``/diagnostics`` and close the input-health period.
+
+    A failure is logged, never raised: the timer (and so staleness reporting) must keep running.
+    """
+    try:
+        node._publish_diagnostics()
+        node.health.end_period()
+    except Exception as exc:
+        node.get_logger().error(f"diagnostics failed: {exc}", throttle_duration_sec=5.0)

@@ -21,6 +21,7 @@ from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.ros import convert
 from perception_safety.ros.diagnostics import InputHealth
 from perception_safety.ros.memory import keep_frame_buffers
+from perception_safety.ros.runner import publish_period_diagnostics, run_node
 from perception_safety.ros.sync import StampPairer
 
 NODE_NAME = "safety_monitor"
@@ -293,19 +294,13 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.pub_diag.publish(convert.diagnostic_array_msg(self._statuses(), self._now()))
 
         def _on_timer(self) -> None:
-            try:
-                self._publish_diagnostics()
-                self.health.end_period()
-            except Exception as exc:
-                self.get_logger().error(f"diagnostics failed: {exc}", throttle_duration_sec=5.0)
+            publish_period_diagnostics(self)
 
     return _Node()
 
 
 def main(args: list[str] | None = None) -> int:
     """Console script ``safety_monitor``."""
-    from perception_safety.ros.runner import run_node
-
     return run_node(make_node, args)
 
 
