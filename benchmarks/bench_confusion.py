@@ -17,9 +17,9 @@ import time
 import numpy as np
 
 from perception_safety.core import Box, Detection, Frame, GroundTruthObject, match_boxes
-from perception_safety.evaluation.confusion import ConfusionAccumulator
-from perception_safety.evaluation.confusion_batch import FrameBatch
-from perception_safety.evaluation.confusion_config import ConfusionConfig
+from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator
+from perception_safety.evaluation.confusion.batch import FrameBatch
+from perception_safety.evaluation.confusion.config import ConfusionConfig
 
 CLASSES = ("ped", "obs")
 

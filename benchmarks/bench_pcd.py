@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from perception_safety.evaluation.changepoints import split_likelihoods
-from perception_safety.evaluation.pcd import PCDConfig, compute_pcd
+from perception_safety.evaluation.pcd.changepoints import split_likelihoods
+from perception_safety.evaluation.pcd.compute import PCDConfig, compute_pcd
 
 SIZES = (1_000, 10_000, 100_000)
 

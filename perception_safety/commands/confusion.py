@@ -1,7 +1,7 @@
 """``perception-safety confusion``: distance-binned class- and proposition-labeled confusion matrices.
 
 Inputs (any mix, summed): JSON Lines datasets (``.jsonl``/``.ndjson``), CSV detection datasets
-(``.csv``, see `perception_safety.evaluation.confusion_io.read_detection_csv`), rosbag2 bags (directory with
+(``.csv``, see `perception_safety.evaluation.confusion.io.read_detection_csv`), rosbag2 bags (directory with
 ``metadata.yaml``, or its ``.mcap``/``.db3`` file, or a directory holding bags) and existing matrix
 files (``.json`` in this package's format or the seed paper's reference format). Writes
 ``OUT/confusion.json``, ``OUT/confusion.csv``, ``OUT/confusion_metrics.csv`` and heatmaps.
@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from perception_safety.errors import PerceptionSafetyError
-from perception_safety.evaluation.confusion_config import ConfusionConfig
+from perception_safety.evaluation.confusion.config import ConfusionConfig
 
 
 class ConfusionRunConfig(ConfusionConfig):
@@ -107,9 +107,9 @@ def _progress(frames: Iterable[Any], label: str, enabled: bool) -> Iterator[Any]
 
 def run(args: argparse.Namespace) -> int:
     """Compute (or load and sum) the matrices of every input and write JSON, CSV and heatmaps."""
-    from perception_safety.evaluation.confusion import ConfusionAccumulator, sum_confusions
-    from perception_safety.evaluation.confusion_io import load_matrices, write_csv, write_json, write_metrics_csv
-    from perception_safety.evaluation.confusion_metrics import class_metrics, metrics_to_json
+    from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
+    from perception_safety.evaluation.confusion.io import load_matrices, write_csv, write_json, write_metrics_csv
+    from perception_safety.evaluation.confusion.metrics import class_metrics, metrics_to_json
     from perception_safety.io.config import load_model
 
     cfg = load_model(args.config, ConfusionRunConfig, section="confusion")
@@ -126,8 +126,8 @@ def run(args: argparse.Namespace) -> int:
             continue
         acc = acc or ConfusionAccumulator(cfg)
         if path.suffix.lower() == ".csv" and path.is_file():
-            from perception_safety.evaluation.confusion_config import ClassMapper
-            from perception_safety.evaluation.confusion_io import read_detection_csv
+            from perception_safety.evaluation.confusion.config import ClassMapper
+            from perception_safety.evaluation.confusion.io import read_detection_csv
 
             for batch in read_detection_csv(path, ClassMapper(cfg), cfg.chunk_frames):
                 acc.add_batch(batch)

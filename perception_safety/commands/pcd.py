@@ -38,7 +38,7 @@ def register(subparsers: Any) -> None:
 
 
 def _load_samples(path: Path, cfg: Any):
-    from perception_safety.evaluation.pcd_samples import read_samples_csv, samples_from_frames
+    from perception_safety.evaluation.pcd.samples import read_samples_csv, samples_from_frames
 
     s = cfg.samples
     kw = {
@@ -78,7 +78,7 @@ def _labels(inputs: list[Path], given: list[str] | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Compute PCD for every input and write JSON, a comparison table and figures."""
-    from perception_safety.evaluation.pcd import PCDConfig, compute_pcd
+    from perception_safety.evaluation.pcd.compute import PCDConfig, compute_pcd
     from perception_safety.io.config import load_model
 
     cfg = load_model(args.config, PCDConfig, section="pcd")
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         for key in ("change_points", "grid", "mpcd", "pcd"):
             doc[key] = entries[0][key]
     if args.write_samples:
-        from perception_safety.evaluation.pcd_samples import write_samples_csv
+        from perception_safety.evaluation.pcd.samples import write_samples_csv
 
         for label, samples in loaded:
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)

@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load matrices and config, run the sweep, write JSON, CSV and the figure."""
-    from perception_safety.evaluation.confusion_io import load_matrices
+    from perception_safety.evaluation.confusion.io import load_matrices
     from perception_safety.io.config import load_model
     from perception_safety.verification.config import VerificationConfig
     from perception_safety.verification.sweep import run_sweep, to_json_dict, write_csv, write_json

@@ -23,10 +23,10 @@ import numpy as np
 from perception_safety.bbsl.spec import Spec, load_spec
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.bbsl_testing import OracleReport, TestCase, run_oracle
-from perception_safety.evaluation.confusion import ConfusionAccumulator, sum_confusions
-from perception_safety.evaluation.confusion_io import confusion_from_mapping, to_json_dict
-from perception_safety.evaluation.confusion_types import DistanceConfusion
-from perception_safety.evaluation.pcd_samples import samples_from_frames
+from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
+from perception_safety.evaluation.confusion.io import confusion_from_mapping, to_json_dict
+from perception_safety.evaluation.confusion.types import DistanceConfusion
+from perception_safety.evaluation.pcd.samples import samples_from_frames
 from perception_safety.io.bag import BagReadReport, read_frames
 from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings
 from perception_safety.pipeline.evaluate_config import STOP_REGION_SPEC, EvaluateConfig

@@ -8,8 +8,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from perception_safety.bbsl.config import BBSLConfig
-from perception_safety.evaluation.confusion_config import ConfusionConfig
-from perception_safety.evaluation.pcd import PCDConfig
+from perception_safety.evaluation.confusion.config import ConfusionConfig
+from perception_safety.evaluation.pcd.compute import PCDConfig
 from perception_safety.evaluation.returns import ReturnsConfig
 from perception_safety.io.bag import BagConfig
 from perception_safety.io.config import load_yaml, model_from_mapping

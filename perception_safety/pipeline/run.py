@@ -12,9 +12,9 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from perception_safety.evaluation.confusion_io import to_json_dict, write_csv, write_json
-from perception_safety.evaluation.confusion_metrics import class_metrics, metrics_to_json
-from perception_safety.evaluation.pcd import PCDError, compute_pcd
+from perception_safety.evaluation.confusion.io import to_json_dict, write_csv, write_json
+from perception_safety.evaluation.confusion.metrics import class_metrics, metrics_to_json
+from perception_safety.evaluation.pcd.compute import PCDError, compute_pcd
 from perception_safety.io.bag import find_bags
 from perception_safety.pipeline.evaluate import NothingUsableError, Reduced, map_bags, reduce_partials
 from perception_safety.pipeline.evaluate_config import EvaluateConfig

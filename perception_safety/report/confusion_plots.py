@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from perception_safety.evaluation.confusion_types import DistanceConfusion, EmptyColumn, Kind, column_normalize
+from perception_safety.evaluation.confusion.types import DistanceConfusion, EmptyColumn, Kind, column_normalize
 
 _TITLES = {"class": "class-labeled", "prop": "proposition-labeled"}
 

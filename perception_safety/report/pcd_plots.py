@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from perception_safety.evaluation.pcd import PCDResult
+from perception_safety.evaluation.pcd.compute import PCDResult
 
 
 def draw_fit(ax: Axes, result: PCDResult, title: str = "") -> None:

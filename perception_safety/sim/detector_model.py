@@ -126,7 +126,7 @@ class DetectorModel:
             self._load_confusion(self.config.confusion_file)
 
     def _load_confusion(self, path: Path) -> None:
-        from perception_safety.evaluation.confusion_io import load_matrices
+        from perception_safety.evaluation.confusion.io import load_matrices
 
         dc = load_matrices(path)
         prob = dc.probabilities("class")  # [bin, pred, true]

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from perception_safety.evaluation.confusion_types import DistanceConfusion
+from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.verification.builder import MarkovChain, ObservationModel, build_chain
 from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
 from perception_safety.verification.config import GeometryConfig, TrueEnvConfig, VerificationConfig

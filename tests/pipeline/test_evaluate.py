@@ -9,9 +9,9 @@ import pytest
 
 from perception_safety.cli import main
 from perception_safety.evaluation.bbsl_testing import run_oracle
-from perception_safety.evaluation.confusion import confusion_from_frames
-from perception_safety.evaluation.pcd import compute_pcd
-from perception_safety.evaluation.pcd_samples import samples_from_frames
+from perception_safety.evaluation.confusion.accumulate import confusion_from_frames
+from perception_safety.evaluation.pcd.compute import compute_pcd
+from perception_safety.evaluation.pcd.samples import samples_from_frames
 from perception_safety.evaluation.returns import returns_report
 from perception_safety.io.bag import write_frames
 from perception_safety.io.episode_log import read_episode_log

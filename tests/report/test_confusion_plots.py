@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.image import imread
 
-from perception_safety.evaluation.confusion_types import DistanceConfusion
+from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.report.confusion_plots import draw_matrix, plot_all, plot_bin
 
 

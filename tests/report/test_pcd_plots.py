@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from perception_safety.evaluation.pcd import compute_pcd
+from perception_safety.evaluation.pcd.compute import compute_pcd
 from perception_safety.report.pcd_plots import draw_fit, draw_surface, fits_figure, surfaces_figure
 
 

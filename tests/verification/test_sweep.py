@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from perception_safety.evaluation.confusion_io import confusion_from_mapping, load_matrices
+from perception_safety.evaluation.confusion.io import confusion_from_mapping, load_matrices
 from perception_safety.io.config import ConfigError, load_model
 from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.errors import VerificationError

@@ -54,7 +54,7 @@ def test_verify_custom_formula_and_errors(tmp_path, capsys):
 
 def test_verify_reads_confusion_json_of_the_confusion_writer(tmp_path):
     """The confusion CLI's own format (written by confusion_io.write_json) gives the same numbers."""
-    from perception_safety.evaluation.confusion_io import load_matrices, write_json
+    from perception_safety.evaluation.confusion.io import load_matrices, write_json
 
     own = write_json(tmp_path / "confusion.json", load_matrices(REFERENCE))
     a, b = tmp_path / "a", tmp_path / "b"

@@ -21,8 +21,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from scipy.special import ndtr
 
 from perception_safety.errors import PerceptionSafetyError
-from perception_safety.evaluation.changepoints import ChangePoints, binary_segmentation
-from perception_safety.evaluation.pspline import (
+from perception_safety.evaluation.pcd.changepoints import ChangePoints, binary_segmentation
+from perception_safety.evaluation.pcd.pspline import (
     DEFAULT_LAMBDA_GRID,
     PYGAM_RIDGE,
     PSplineFit,

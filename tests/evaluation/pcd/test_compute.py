@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from perception_safety.evaluation.pcd import (
+from perception_safety.evaluation.pcd.compute import (
     PCDConfig,
     PCDError,
     compute_pcd,
@@ -21,8 +21,8 @@ from perception_safety.evaluation.pcd import (
 )
 from perception_safety.io.config import ConfigError, load_model
 
-PCD_REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "pcd"
-REPO = Path(__file__).resolve().parents[2]
+PCD_REF = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "pcd"
+REPO = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(scope="module")

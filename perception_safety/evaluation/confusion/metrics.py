@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from perception_safety.evaluation.confusion_types import DistanceConfusion
+from perception_safety.evaluation.confusion.types import DistanceConfusion
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perception_safety.evaluation.confusion_io import (
+from perception_safety.evaluation.confusion.io import (
     ConfusionFileError,
     DistanceConfusion,
     load_matrices,
@@ -18,7 +18,7 @@ from perception_safety.evaluation.confusion_io import (
 )
 
 REFERENCE = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
+    Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
 )
 needs_reference = pytest.mark.usefixtures("shared_reference")  # fails loudly when ../shared is missing
 
@@ -171,11 +171,11 @@ def _csv_of(frames) -> str:
 
 
 def test_csv_dataset_gives_the_same_matrices_as_frames(tmp_path: Path) -> None:
-    from perception_safety.evaluation.confusion import ConfusionAccumulator, confusion_from_frames
-    from perception_safety.evaluation.confusion_config import ClassMapper, ConfusionConfig
-    from perception_safety.evaluation.confusion_io import read_detection_csv
+    from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, confusion_from_frames
+    from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
+    from perception_safety.evaluation.confusion.io import read_detection_csv
 
-    from .test_confusion import hand_scene
+    from .test_accumulate import hand_scene
 
     cfg = ConfusionConfig(classes={"ped": ["ped"], "obs": ["obs"]}, bin_edges=[0, 10, 20, 30])
     path = tmp_path / "scene.csv"
@@ -201,8 +201,8 @@ def test_csv_dataset_gives_the_same_matrices_as_frames(tmp_path: Path) -> None:
     ],
 )
 def test_csv_errors_name_line_and_column(tmp_path: Path, body: str, where: str) -> None:
-    from perception_safety.evaluation.confusion_config import ClassMapper, ConfusionConfig
-    from perception_safety.evaluation.confusion_io import read_detection_csv
+    from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
+    from perception_safety.evaluation.confusion.io import read_detection_csv
 
     path = tmp_path / "d.csv"
     path.write_text("frame,kind,x_min,y_min,x_max,y_max,class,score,distance\n" + body)

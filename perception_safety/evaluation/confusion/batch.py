@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from perception_safety.core.types import Frame
-from perception_safety.evaluation.confusion_config import ClassMapper
+from perception_safety.evaluation.confusion.config import ClassMapper
 
 
 @dataclass(frozen=True)

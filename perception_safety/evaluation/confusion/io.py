@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from perception_safety.errors import PerceptionSafetyError
-from perception_safety.evaluation.confusion_types import (
+from perception_safety.evaluation.confusion.types import (
     ORIENTATION,
     DistanceConfusion,
     EmptyColumn,
@@ -263,7 +263,7 @@ def read_detection_csv(path: str | Path, mapper: Any, chunk_frames: int = 4096) 
     frame, e.g. one without objects; other columns empty). A frame's rows are contiguous.
     Errors name file, line and column.
     """
-    from perception_safety.evaluation.confusion_batch import FrameBatch
+    from perception_safety.evaluation.confusion.batch import FrameBatch
 
     path = Path(path)
     try:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perception_safety.evaluation.pspline import (
+from perception_safety.evaluation.pcd.pspline import (
     PYGAM_RIDGE,
     SplineFitError,
     bspline_basis,
@@ -18,7 +18,7 @@ from perception_safety.evaluation.pspline import (
     uniform_knots,
 )
 
-PCD_REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "pcd"
+PCD_REF = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "pcd"
 
 
 @pytest.fixture(scope="module")

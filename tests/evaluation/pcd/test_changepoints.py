@@ -7,14 +7,14 @@ import math
 import numpy as np
 import pytest
 
-from perception_safety.evaluation.changepoints import (
+from perception_safety.evaluation.pcd.changepoints import (
     binary_segmentation,
     critical_value,
     norming_constants,
     sic_split_test,
     split_likelihoods,
 )
-from perception_safety.evaluation.pspline import fit_pspline, fitted_values
+from perception_safety.evaluation.pcd.pspline import fit_pspline, fitted_values
 
 
 def spline_residuals(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:

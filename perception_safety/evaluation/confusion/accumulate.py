@@ -29,9 +29,9 @@ from scipy.sparse.csgraph import connected_components
 from perception_safety.core.iou import iou_pairs
 from perception_safety.core.matching import match_boxes
 from perception_safety.core.types import Frame
-from perception_safety.evaluation.confusion_batch import FrameBatch
-from perception_safety.evaluation.confusion_config import ClassMapper, ConfusionConfig
-from perception_safety.evaluation.confusion_types import DistanceConfusion, proposition_labels, subset_lookup
+from perception_safety.evaluation.confusion.batch import FrameBatch
+from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
+from perception_safety.evaluation.confusion.types import DistanceConfusion, proposition_labels, subset_lookup
 
 
 def candidate_pairs(batch: FrameBatch, iou_threshold: float) -> tuple[np.ndarray, np.ndarray]:

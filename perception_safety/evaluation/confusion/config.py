@@ -8,7 +8,7 @@ from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from perception_safety.evaluation.confusion_types import EmptyColumn
+from perception_safety.evaluation.confusion.types import EmptyColumn
 
 MAX_CLASSES = 8  # the proposition matrix has 2^n rows and columns
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from perception_safety.core import Box, Detection, Frame, GroundTruthObject
-from perception_safety.evaluation.pcd_samples import (
+from perception_safety.evaluation.pcd.samples import (
     SampleError,
     merge_samples,
     read_samples_csv,

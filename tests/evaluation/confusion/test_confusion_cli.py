@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from perception_safety.cli import main
-from perception_safety.evaluation.confusion_io import load_matrices
+from perception_safety.evaluation.confusion.io import load_matrices
 from perception_safety.io.dataset import write_jsonl_frames
 
-from .test_confusion import hand_scene
+from .test_accumulate import hand_scene
 
 REFERENCE = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
+    Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
 )
 CONFIG = "confusion:\n  classes: {ped: [ped], obs: [obs]}\n  bin_edges: [0, 10, 20, 30]\n  dpi: 40\n"
 
@@ -70,7 +70,7 @@ def test_bag_input_gives_the_same_matrices(tmp_path: Path, dataset: tuple[Path, 
 
 
 def test_csv_input_gives_the_same_matrices(tmp_path: Path, dataset: tuple[Path, Path]) -> None:
-    from .test_confusion_io import _csv_of
+    from .test_io import _csv_of
 
     data, cfg = dataset
     table = tmp_path / "scene.csv"

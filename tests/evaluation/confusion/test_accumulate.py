@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perception_safety.core import Box, Detection, Frame, GroundTruthObject, match_boxes
-from perception_safety.evaluation.confusion import ConfusionAccumulator, confusion_from_frames
-from perception_safety.evaluation.confusion_config import ConfusionConfig
+from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, confusion_from_frames
+from perception_safety.evaluation.confusion.config import ConfusionConfig
 
 PED_OBS = {"ped": ["ped", "human.*"], "obs": ["obs", "vehicle.*"]}
 
@@ -276,7 +276,7 @@ def test_config_rejects_bad_values() -> None:
 
 
 def test_class_metrics_of_hand_scene() -> None:
-    from perception_safety.evaluation.confusion_metrics import class_metrics
+    from perception_safety.evaluation.confusion.metrics import class_metrics
 
     rows = {(r.bin, r.label): r for r in class_metrics(confusion_from_frames(hand_scene(), CFG))}
     # Bin 0: ped 1/1 found; obs 1 object, predicted ped.
