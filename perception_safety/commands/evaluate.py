@@ -63,5 +63,7 @@ def print_summary(ev, out: Path, console: Console) -> None:
             missing = f", missing topics: {', '.join(r['missing_topics'])}" if r["missing_topics"] else ""
             text = f"{bag}: {len(r['skipped'])} malformed message(s) skipped, {unmatched} unmatched{missing}"
             console.print(Text(text, style="yellow"), soft_wrap=True)
+    for w in ev.results.get("warnings", []):
+        console.print(Text(f"warning [{w['analysis']}]: {w['message']}", style="yellow"), soft_wrap=True)
     console.print(f"report:  {out / 'report.html'}")
     console.print(f"results: {out / 'results.json'}")

@@ -92,6 +92,7 @@ class Report:
     subtitle: str = ""
     summary: list[Metric] = field(default_factory=list)
     summary_notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
     config_text: str = ""
     inputs: list[str] = field(default_factory=list)
@@ -109,6 +110,10 @@ class Report:
         ]
         if self.subtitle:
             out.append(f"<p class='sub'>{html.escape(self.subtitle)}</p>")
+        if self.warnings:
+            out.append(f"<h2 id='warnings'>Warnings ({len(self.warnings)})</h2><ul class='warn'>")
+            out += [f"<li>{html.escape(w)}</li>" for w in self.warnings]
+            out.append("</ul>")
         out.append("<h2 id='summary'>Summary</h2><div class='cards'>")
         for m in self.summary:
             unit = f" {html.escape(m.unit)}" if m.unit else ""

@@ -1,0 +1,59 @@
+"""Evaluate step: BBSL specification-based testing beside the IoU baselines (Tables 3-4)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from perception_safety.pipeline.analyses.base import Evaluation, pct
+from perception_safety.pipeline.evaluate import Reduced
+from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.report.html import Metric
+
+
+def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
+    from perception_safety.evaluation.bbsl_testing import write_report
+
+    d = out / "bbsl"
+    sec = ev.report.section("BBSL specification-based testing")
+    sec.text(
+        "One test case per ground-truth object of the target classes "
+        f"({', '.join(cfg.bbsl.target_classes)}); expected = the cases its ground-truth box satisfies, verdict T "
+        "when the assigned detection satisfies the precondition and exactly the same cases (Definitions 11-13). "
+        "A missed object fails the precondition and is F. IoU_t baselines: T when the assigned detection has "
+        "IoU >= t (Table 3); breakdown by expectation x IoU verdict x BBSL verdict (Table 4)."
+    )
+    ev.results["bbsl"] = {}
+    for name, rep in red.bbsl.items():
+        write_report(rep, d / Path(name).stem)
+        doc = rep.to_dict()
+        ev.results["bbsl"][name] = doc
+        t3 = doc["table3"]
+        rows = [
+            ["BBSL" if k == "bbsl" else k.replace("iou_", "IoU_"), r["T"], r["F"], pct(r["rate"])]
+            for k, r in t3.items()
+        ]
+        sec.table(
+            ["test", "T (n)", "F (n)", "T/(T+F)"],
+            rows,
+            f"spec {name}: {len(rep.test_cases)} test cases from {rep.frames} frames",
+        )
+        t4 = doc["table4"]
+        if t4:
+            cols = list(next(iter(t4.values())))
+            rows4 = [[exp] + [row[c]["count"] for c in cols] for exp, row in t4.items()]
+            sec.table(["expectation", *cols], rows4, f"spec {name}: Table 4 breakdown")
+            for exp, row in t4.items():
+                for c in cols:
+                    ex = row[c]["examples"]
+                    if ex:
+                        frames = ", ".join(f"{e['frame']}#{e['gt_index']} (IoU {e['iou']})" for e in ex)
+                        sec.text(f"{name} · {exp} · {c}: e.g. {frames}", "note")
+        if t3["bbsl"]["rate"] is not None:
+            ev.report.summary.append(
+                Metric(
+                    f"BBSL pass rate ({Path(name).stem})",
+                    100 * t3["bbsl"]["rate"],
+                    "%",
+                    f"n = {len(rep.test_cases)} test cases",
+                )
+            )
