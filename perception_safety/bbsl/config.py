@@ -22,7 +22,7 @@ DEFAULT_BINDINGS: dict[str, Any] = {
 class BBSLConfig(BaseModel):
     """Settings of BBSL evaluation and specification-based testing (Definitions 11-13)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     image_size: tuple[PositiveFloat, PositiveFloat] = (1242.0, 375.0)
     bindings: dict[str, Any] = Field(default_factory=lambda: dict(DEFAULT_BINDINGS))

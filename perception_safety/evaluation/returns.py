@@ -37,7 +37,7 @@ class ReturnsError(PerceptionSafetyError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
 
 class E1Config(_Strict):

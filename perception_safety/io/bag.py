@@ -33,7 +33,7 @@ class BagError(PerceptionSafetyError):
 class BagTopics(BaseModel):
     """Topic names of a recording; an empty name means the topic is not recorded/read."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     image: str = "/camera/image_raw"
     detections: str = "/detections"
@@ -47,7 +47,7 @@ class BagTopics(BaseModel):
 class BagConfig(BaseModel):
     """How recordings are read and written: topics, stamp tolerance and storage (section ``bags``)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     topics: BagTopics = BagTopics()
     tolerance_ms: float = Field(0.0, ge=0.0, description="join messages whose stamps differ by at most this")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+import reprlib
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -13,24 +15,107 @@ from perception_safety.errors import PerceptionSafetyError
 M = TypeVar("M", bound=BaseModel)
 
 
+MAX_CONFIG_BYTES = 4 * 1024 * 1024
+"""A config file larger than this is refused (configs are a few kB; this bounds parse time and memory)."""
+MAX_EXPANDED_NODES = 200_000
+"""Bound on the YAML node count after expanding aliases (refuses 'billion laughs' alias bombs)."""
+MAX_DEPTH = 200
+"""Bound on the nesting depth of a config."""
+
+KNOWN_SECTIONS = frozenset(
+    {
+        "evaluate", "bags", "confusion", "pcd", "verification", "bbsl", "monitors", "returns", "episodes",
+        "requirements", "safety_monitor", "bbsl_monitor", "returns_logger", "online",
+    }
+)  # fmt: skip
+"""Top-level sections the package's configs use; a near miss of one of them is reported as a typo."""
+
+_quote = reprlib.Repr()
+_quote.maxstring = 60
+_quote.maxother = 60
+_quote.maxlist = _quote.maxdict = _quote.maxtuple = _quote.maxset = 4
+_quote.maxlevel = 2
+
+
+def quote_value(value: Any) -> str:
+    """A bounded-size repr of a value for error messages (a huge or deeply nested input stays one short line)."""
+    return _quote.repr(value)
+
+
 class ConfigError(PerceptionSafetyError):
     """A configuration file is unreadable, not YAML, or fails validation."""
 
 
+class _BoundedSafeLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses documents whose alias-expanded size or depth exceeds the bounds."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        _check_node_graph(node)
+        return super().construct_document(node)
+
+
+def _check_node_graph(root: yaml.Node) -> None:
+    """Count nodes with aliases expanded (memoised per node, so linear in the graph) and the depth, iteratively."""
+    size: dict[int, int] = {}
+    stack: list[tuple[yaml.Node, int, bool]] = [(root, 1, False)]
+    while stack:
+        node, depth, expanded = stack.pop()
+        if depth > MAX_DEPTH:
+            mark = node.start_mark
+            raise _GraphError(f"nested deeper than {MAX_DEPTH} levels", mark)
+        children = _children(node)
+        if not expanded:
+            if id(node) in size:
+                continue
+            stack.append((node, depth, True))
+            stack.extend((c, depth + 1, False) for c in children if id(c) not in size)
+            continue
+        total = 1 + sum(size.get(id(c), 1) for c in children)
+        if total > MAX_EXPANDED_NODES:
+            raise _GraphError(
+                f"expands to more than {MAX_EXPANDED_NODES} values (aliases repeating aliases?)", node.start_mark
+            )
+        size[id(node)] = total
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+class _GraphError(yaml.YAMLError):
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.problem_mark = mark
+
+
 def load_yaml(path: str | Path) -> dict[str, Any]:
-    """Read a YAML mapping with ``yaml.safe_load``; an empty file is an empty mapping."""
+    """Read a YAML mapping safely (no object construction, bounded size, depth and alias expansion)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: config file of {len(raw)} bytes is larger than {MAX_CONFIG_BYTES} bytes")
     try:
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from exc
+    try:
+        data = yaml.load(text, Loader=_BoundedSafeLoader)  # a SafeLoader subclass: no Python objects
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark is not None else str(path)
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(f"{where}: invalid YAML: {problem}") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: invalid YAML: nested too deeply (more than {MAX_DEPTH} levels)") from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -39,12 +124,12 @@ def load_yaml(path: str | Path) -> dict[str, Any]:
 
 
 def format_validation_error(source: str, exc: ValidationError, prefix: str = "") -> str:
-    """One line per problem: ``source: key.path: message (got value)``."""
+    """One line per problem: ``source: key.path: message (got value)``; values are quoted in bounded size."""
     lines = []
-    for err in exc.errors():
+    for err in exc.errors(include_url=False, include_context=False):
         key = ".".join(str(p) for p in ((prefix,) if prefix else ()) + tuple(err["loc"])) or "<root>"
         got = err.get("input")
-        got_text = "" if err["type"] == "missing" else f" (got {got!r})"
+        got_text = "" if err["type"] == "missing" else f" (got {quote_value(got)})"
         lines.append(f"{source}: {key}: {err['msg']}{got_text}")
     return "\n".join(lines)
 
@@ -66,6 +151,8 @@ def load_model(path: str | Path | None, model: type[M], section: str | None = No
         return model()
     data = load_yaml(path)
     if section is not None:
+        if section not in data:
+            check_sections(data, path, known=KNOWN_SECTIONS | {section})
         sub = data.get(section, {})
         if sub is None:
             sub = {}
@@ -73,3 +160,23 @@ def load_model(path: str | Path | None, model: type[M], section: str | None = No
             raise ConfigError(f"{path}: {section}: expected a mapping, got {type(sub).__name__}")
         return model_from_mapping(sub, model, str(path), section)
     return model_from_mapping(data, model, str(path))
+
+
+def check_sections(data: dict[str, Any], path: str | Path, known: frozenset[str] | set[str] = KNOWN_SECTIONS) -> None:
+    """Refuse top-level keys that are near misses of a known section (``confusionn`` for ``confusion``).
+
+    Keys far from every known section are left to the model that reads the file (some files hold other
+    programs' sections too); a near miss would otherwise silently fall back to defaults.
+    """
+    problems = []
+    for key in data:
+        if not isinstance(key, str):
+            problems.append(f"{path}: top-level key {quote_value(key)} is not a section name")
+            continue
+        if key in known:
+            continue
+        close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+        if close:
+            problems.append(f"{path}: {key}: unknown section; did you mean '{close[0]}'?")
+    if problems:
+        raise ConfigError("\n".join(problems))

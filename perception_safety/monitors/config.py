@@ -14,7 +14,7 @@ from perception_safety.core.types import Box
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
 
 class Region(_Strict):

@@ -12,7 +12,7 @@ from perception_safety.evaluation.confusion.config import ConfusionConfig
 from perception_safety.evaluation.pcd.compute import PCDConfig
 from perception_safety.evaluation.returns import ReturnsConfig
 from perception_safety.io.bag import BagConfig
-from perception_safety.io.config import load_yaml, model_from_mapping
+from perception_safety.io.config import ConfigError, load_yaml, model_from_mapping, quote_value
 from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.verification.config import VerificationConfig
 
@@ -25,7 +25,7 @@ ALL_ANALYSES: tuple[Analysis, ...] = ("confusion", "pcd", "verification", "bbsl"
 class PCDTarget(BaseModel):
     """One PCD curve: which ground-truth objects are the target (by dataset class and/or track id)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     name: str
     class_id: str | None = None
@@ -37,7 +37,7 @@ class PCDTarget(BaseModel):
 class EvaluateSection(BaseModel):
     """Section ``evaluate``: which analyses run, and the PCD targets."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     analyses: list[Analysis] = Field(default_factory=lambda: list(ALL_ANALYSES))
     pcd_targets: list[PCDTarget] = Field(
@@ -51,7 +51,7 @@ class EvaluateSection(BaseModel):
 class EvaluateConfig(BaseModel):
     """All sections `evaluate` reads; each is validated by its analysis' own model."""
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="ignore", frozen=True)
 
     evaluate: EvaluateSection = EvaluateSection()
     bags: BagConfig = BagConfig()
@@ -70,5 +70,22 @@ def load_evaluate_config(path: str | Path | None) -> tuple[EvaluateConfig, str]:
     if path is None:
         return EvaluateConfig(), "# defaults (no --config given)\n"
     data = load_yaml(path)
+    _check_evaluate_sections(data, path)
     data["base_dir"] = str(Path(path).resolve().parent)
     return model_from_mapping(data, EvaluateConfig, str(path)), Path(path).read_text(encoding="utf-8")
+
+
+def _check_evaluate_sections(data: dict, path: str | Path) -> None:
+    """Every top-level key of the one-file config must be a section `evaluate` or the demo reads."""
+    import difflib
+
+    known = sorted((set(EvaluateConfig.model_fields) - {"base_dir"}) | {"episodes"})
+    problems = []
+    for key in data:
+        if key in known:
+            continue
+        close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6) if isinstance(key, str) else []
+        hint = f"did you mean '{close[0]}'?" if close else f"known sections: {', '.join(known)}"
+        problems.append(f"{path}: {quote_value(key)}: unknown section; {hint}")
+    if problems:
+        raise ConfigError("\n".join(problems))

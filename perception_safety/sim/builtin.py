@@ -22,7 +22,7 @@ PEDESTRIAN_ID = 1
 class BuiltinConfig(BaseModel):
     """Builtin backend options (key ``builtin`` of the ``episodes`` section)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     texture_seed: int = 7
     min_visible_fraction: float = Field(default=0.2, ge=0.0, le=1.0)

@@ -31,7 +31,7 @@ class CarlaBackendError(PerceptionSafetyError):
 class CarlaConfig(BaseModel):
     """Key ``carla`` of the ``episodes`` section."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     host: str = "localhost"
     port: int = Field(default=2000, ge=1, le=65535)

@@ -16,7 +16,7 @@ from perception_safety.sim.scenario import ScenarioConfig
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
 
 class PerturbationSpec(_Strict):

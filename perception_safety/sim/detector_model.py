@@ -31,7 +31,7 @@ class DetectorModelError(PerceptionSafetyError):
 class RecallCurve(BaseModel):
     """Detection probability at the given distances (m), linearly interpolated, held flat outside."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     distances: tuple[float, ...] = (0.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 80.0)
     recall: tuple[float, ...] = (0.97, 0.95, 0.9, 0.82, 0.7, 0.55, 0.4, 0.15)
@@ -50,7 +50,7 @@ class RecallCurve(BaseModel):
 class DetectorModelConfig(BaseModel):
     """Key ``detector`` of the ``episodes`` section."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     recall_curve: RecallCurve = RecallCurve()
     confusion_file: Path | None = Field(

@@ -19,7 +19,7 @@ from perception_safety.core.types import EgoState, GroundTruthObject
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
 
 class EgoConfig(_Strict):
@@ -69,8 +69,8 @@ class RoadConfig(_Strict):
 class CameraConfig(_Strict):
     """Pinhole camera on the ego: image size, horizontal field of view and mounting (ego frame)."""
 
-    width: int = Field(default=1280, ge=16)
-    height: int = Field(default=720, ge=16)
+    width: int = Field(default=1280, ge=16, le=8192)
+    height: int = Field(default=720, ge=16, le=8192)
     fov_deg: float = Field(default=90.0, gt=1.0, lt=179.0)
     x: float = Field(default=1.5, description="forward of the ego centre, m")
     y: float = 0.0

@@ -13,7 +13,7 @@ VARIANTS: tuple[str, ...] = ("class", "class_by_distance", "prop", "prop_by_dist
 class GeometryConfig(BaseModel):
     """Road geometry; ``null`` cells follow the reference geometry for each max speed V."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     cell_length_m: PositiveFloat = 1.0
     road_cells: int | None = Field(default=None, ge=1, description="N; null = V(V+1)/2 + 4")
@@ -25,7 +25,7 @@ class GeometryConfig(BaseModel):
 class TrueEnvConfig(BaseModel):
     """One true environment: its objects for class-labeled matrices, its proposition set for 2^P ones."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", populate_by_name=True)
 
     class_objects: list[str] = Field(alias="class", min_length=1)
     prop: str
@@ -40,7 +40,7 @@ def _default_envs() -> dict[str, TrueEnvConfig]:
 
 
 class PlotConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     true_env: str = "ped"
     spec: str = "phi"
@@ -50,7 +50,7 @@ class PlotConfig(BaseModel):
 class VerificationConfig(BaseModel):
     """Sweep of the car–pedestrian chain over max speeds, initial speeds, variants, environments, specs."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     max_speeds: list[int] = Field(default_factory=lambda: list(range(1, 11)), min_length=1)
     initial_speeds: list[int] | None = Field(default=None, description="null = 1..V for each max speed V")

@@ -38,7 +38,7 @@ def _default_classes() -> dict[str, list[str]]:
 class ConfusionConfig(BaseModel):
     """How frames become confusion matrices: class map, matching rule, distance bins, normalisation."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     classes: dict[str, list[str]] = Field(default_factory=_default_classes)
     """Evaluation class -> label patterns (``fnmatch``, case-sensitive); order = matrix order."""
@@ -50,7 +50,7 @@ class ConfusionConfig(BaseModel):
     """Increasing edges e_0 < ... < e_K in metres; bin k is the half-open [e_k, e_{k+1})."""
     empty_column: EmptyColumn = "zeros"
     """How P(pred | true) is defined for a true label with no samples (never NaN)."""
-    chunk_frames: int = Field(4096, ge=1)
+    chunk_frames: int = Field(4096, ge=1, le=1_000_000)
     """Frames processed per vectorised batch."""
 
     @field_validator("classes")

@@ -44,7 +44,7 @@ class PCDError(PerceptionSafetyError):
 class PCDSampleConfig(BaseModel):
     """How samples are extracted from Frames (ignored for CSV input)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     class_id: str | None = None
     track_id: str | None = None
@@ -55,7 +55,7 @@ class PCDSampleConfig(BaseModel):
 class PCDConfig(BaseModel):
     """The ``pcd`` config section (defaults = the paper's settings)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     method: Method = "paper"
     n_splines: int = Field(default=10, ge=4)
