@@ -110,6 +110,11 @@ def run(args: argparse.Namespace) -> int:
     from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
     from perception_safety.evaluation.confusion.io import load_matrices, write_csv, write_json, write_metrics_csv
     from perception_safety.evaluation.confusion.metrics import class_metrics, metrics_to_json
+    from perception_safety.evaluation.confusion.uncertainty import (
+        thin_column_messages,
+        thin_columns,
+        thin_columns_to_json,
+    )
     from perception_safety.io.config import load_model
 
     cfg = load_model(args.config, ConfusionRunConfig, section="confusion")
@@ -146,7 +151,9 @@ def run(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PerceptionSafetyError(f"{out}: cannot create output directory: {exc.strerror or exc}") from exc
-    rows = class_metrics(dc)
+    rows = class_metrics(dc, cfg.alpha, cfg.min_samples)
+    thin = thin_columns(dc, cfg.min_samples)
+    warnings = thin_column_messages(thin, cfg.min_samples)
     config = cfg.model_dump(mode="json") if acc is not None else None
     write_json(
         out / "confusion.json",
@@ -154,9 +161,16 @@ def run(args: argparse.Namespace) -> int:
         empty_column=cfg.empty_column,
         metrics=metrics_to_json(rows),
         config=config,
-        extra={"inputs": [str(p) for p in args.inputs], "input_notes": notes},
+        extra={
+            "inputs": [str(p) for p in args.inputs],
+            "input_notes": notes,
+            "min_samples": cfg.min_samples,
+            "thin_columns": thin_columns_to_json(thin),
+            "warnings": warnings,
+        },
+        alpha=cfg.alpha,
     )
-    write_csv(out / "confusion.csv", dc, cfg.empty_column)
+    write_csv(out / "confusion.csv", dc, cfg.empty_column, cfg.alpha)
     write_metrics_csv(out / "confusion_metrics.csv", rows)
     n_png = 0
     if cfg.plots and not args.no_plots:
@@ -164,13 +178,22 @@ def run(args: argparse.Namespace) -> int:
 
         n_png = len(plot_all(dc, out, cfg.dpi, cfg.empty_column))
     _print_summary(dc, rows, notes)
+    for w in warnings:
+        print(f"warning: {w}", file=sys.stderr)
     print(f"wrote {out / 'confusion.json'}, confusion.csv, confusion_metrics.csv and {n_png} PNG(s)")
     return 0
 
 
+def _recall_cell(r: Any) -> str:
+    if r.recall is None:
+        return "-"
+    flag = " thin" if r.thin else ""
+    return f"{r.recall:.3f} [{r.recall_lower:.3f}, {r.recall_upper:.3f}] ({r.ground_truth}){flag}"
+
+
 def _print_summary(dc: Any, rows: list[Any], notes: list[str]) -> None:
     classes = dc.classes
-    head = "  ".join(f"{'recall ' + c:>14}" for c in classes)
+    head = "  ".join(f"{'recall ' + c + ' [CI] (n)':>30}" for c in classes)
     print(f"{'bin (m)':<14}{'objects':>9}  {head}")
     by_bin: dict[str, list[Any]] = {}
     for r in rows:
@@ -178,7 +201,7 @@ def _print_summary(dc: Any, rows: list[Any], notes: list[str]) -> None:
     for name, rs in by_bin.items():
         span = f"[{rs[0].lo:g}, {rs[0].hi:g})" if name != "pooled" else "pooled"
         objects = sum(r.ground_truth for r in rs)
-        rec = "  ".join(f"{'-' if r.recall is None else f'{r.recall:.3f}':>14}" for r in rs)
+        rec = "  ".join(f"{_recall_cell(r):>30}" for r in rs)
         print(f"{span:<14}{objects:>9}  {rec}")
     rep = dc.report
     keys = ("frames", "ground_truth_beyond_range", "ground_truth_below_range", "detections_unannotated")

@@ -8,6 +8,7 @@ Uses matplotlib's object API with the Agg canvas (no pyplot state, no display ne
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.confusion.types import DistanceConfusion, EmptyColumn, Kind, column_normalize
 
 _TITLES = {"class": "class-labeled", "prop": "proposition-labeled"}
@@ -109,3 +111,36 @@ def plot_all(
         paths.append(plot_bin(dc, kind, None, out / f"{kind}_cm_pooled.png", dpi, empty_column))
         paths.append(plot_grid(dc, kind, out / f"{kind}_cm_grid.png", dpi, empty_column))
     return paths
+
+
+def plot_rates(metrics: Sequence[ClassMetrics], path: str | Path, alpha: float = 0.05, dpi: int = 100) -> Path:
+    """Recall and precision vs distance per class with Clopper-Pearson error bars; hollow markers = thin bins.
+
+    The pooled value of each class is a dotted horizontal line; undefined rates (no samples) are not drawn.
+    """
+    fig = Figure(figsize=(10.0, 3.8), layout="constrained")
+    axes = fig.subplots(1, 2, sharey=True)
+    labels = list(dict.fromkeys(m.label for m in metrics))
+    for ax, rate in zip(axes, ("recall", "precision"), strict=True):
+        for i, label in enumerate(labels):
+            color = f"C{i}"
+            rows = [m for m in metrics if m.label == label and m.bin != "pooled" and getattr(m, rate) is not None]
+            x = np.array([(m.lo + m.hi) / 2 for m in rows])
+            y = np.array([getattr(m, rate) for m in rows], dtype=float)
+            lo = np.array([getattr(m, f"{rate}_lower") for m in rows], dtype=float)
+            hi = np.array([getattr(m, f"{rate}_upper") for m in rows], dtype=float)
+            thin = np.array([m.thin for m in rows], dtype=bool)
+            if len(rows):
+                ax.errorbar(x, y, yerr=[y - lo, hi - y], color=color, capsize=3, label=label, fmt="-")
+                ax.plot(x[~thin], y[~thin], "o", color=color)
+                ax.plot(x[thin], y[thin], "o", mfc="white", color=color)
+            pooled = [m for m in metrics if m.label == label and m.bin == "pooled" and getattr(m, rate) is not None]
+            for m in pooled:
+                ax.axhline(getattr(m, rate), color=color, ls=":", lw=1)
+        ax.set_xlabel("distance (m, bin centre)")
+        ax.set_title(f"{rate} per bin, {100 * (1 - alpha):g} % Clopper-Pearson", fontsize=9)
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("rate")
+    axes[0].legend(fontsize=8, title="class (hollow: thin bin; dotted: pooled)", title_fontsize=7)
+    return _save(fig, Path(path), dpi)

@@ -36,6 +36,11 @@ def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
     assert res["confusion"]["class_cm"] == direct.class_cm.tolist()
     assert res["confusion"]["prop_cm"] == direct.prop_cm.tolist()
     assert res["confusion"]["class_cm_pooled"] == direct.class_cm_pooled.tolist()
+    # Intervals on every rate, thin columns flagged as warnings (bins beyond the objects' 95 m are empty).
+    ped = next(m for m in res["confusion"]["metrics"] if (m["bin"], m["label"]) == ("pooled", "ped"))
+    assert ped["recall_lower"] < ped["recall"] < ped["recall_upper"]
+    assert res["confusion"]["alpha"] == 0.05 and len(res["confusion"]["class_p_lower"]) == len(direct.bin_edges)
+    assert any(w["code"] == "thin_columns" for w in res["warnings"])
 
     s = samples_from_frames(frames, class_id="pedestrian")
     pcd = compute_pcd(s.x, s.y, cfg.pcd)

@@ -52,6 +52,10 @@ class ConfusionConfig(BaseModel):
     """How P(pred | true) is defined for a true label with no samples (never NaN)."""
     chunk_frames: int = Field(4096, ge=1, le=1_000_000)
     """Frames processed per vectorised batch."""
+    alpha: float = Field(0.05, gt=0.0, lt=1.0)
+    """Two-sided Clopper-Pearson intervals on every proportion are at level 1 - alpha."""
+    min_samples: int = Field(10, ge=1)
+    """A column (true label in a bin) or a rate with fewer samples is flagged as thin (warning)."""
 
     @field_validator("classes")
     @classmethod

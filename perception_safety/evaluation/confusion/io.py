@@ -32,6 +32,7 @@ from perception_safety.evaluation.confusion.types import (
     EmptyColumn,
     column_normalize,
 )
+from perception_safety.evaluation.confusion.uncertainty import entry_intervals
 
 FORMAT = "perception_safety.confusion/1"
 
@@ -175,8 +176,10 @@ def to_json_dict(
     metrics: Any = None,
     config: dict[str, Any] | None = None,
     extra: dict[str, Any] | None = None,
+    alpha: float = 0.05,
 ) -> dict[str, Any]:
-    """The ``confusion.json`` document: orientation, labels, bin edges, counts, normalised values."""
+    """The ``confusion.json`` document: orientation, labels, bin edges, counts, normalised values and their
+    two-sided Clopper-Pearson intervals at level ``1 - alpha`` (``*_p_lower`` / ``*_p_upper``)."""
     out: dict[str, Any] = {
         "format": FORMAT,
         "orientation": ORIENTATION,
@@ -198,6 +201,18 @@ def to_json_dict(
         "prop_p": _floats(column_normalize(dc.prop_cm, empty_column)),
         "class_p_pooled": _floats(column_normalize(dc.class_cm_pooled, empty_column)),
         "prop_p_pooled": _floats(column_normalize(dc.prop_cm_pooled, empty_column)),
+        "alpha": alpha,
+        "interval": f"two-sided Clopper-Pearson at level {1 - alpha:g} of count / column sum; [0, 1] without samples",
+    }
+    for name, cm in (
+        ("class_p", dc.class_cm),
+        ("prop_p", dc.prop_cm),
+        ("class_p_pooled", dc.class_cm_pooled),
+        ("prop_p_pooled", dc.prop_cm_pooled),
+    ):
+        lo, hi = entry_intervals(cm, alpha)
+        out[f"{name}_lower"], out[f"{name}_upper"] = _floats(lo), _floats(hi)
+    out |= {
         "source": dc.source,
         "report": dc.report,
     }
@@ -217,21 +232,41 @@ def write_json(path: str | Path, dc: DistanceConfusion, **kwargs: Any) -> Path:
     return path
 
 
-def write_csv(path: str | Path, dc: DistanceConfusion, empty_column: EmptyColumn = "zeros") -> Path:
-    """Long-format CSV: ``matrix,bin,lo,hi,pred,true,count,p`` (bin ``pooled`` for pooled rows)."""
+def write_csv(
+    path: str | Path, dc: DistanceConfusion, empty_column: EmptyColumn = "zeros", alpha: float = 0.05
+) -> Path:
+    """Long-format CSV: ``matrix,bin,lo,hi,pred,true,count,column_n,p,p_lower,p_upper`` (bin ``pooled`` for
+    pooled rows); the bounds are the two-sided Clopper-Pearson interval at ``1 - alpha``."""
     path = Path(path)
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(["matrix", "bin", "lo", "hi", "pred", "true", "count", "p_pred_given_true"])
+        w.writerow(
+            [
+                "matrix",
+                "bin",
+                "lo",
+                "hi",
+                "pred",
+                "true",
+                "count",
+                "column_n",
+                "p_pred_given_true",
+                "p_lower",
+                "p_upper",
+            ]
+        )
         for kind in ("class", "prop"):
             labels = dc.labels(kind)
             blocks = [(str(k), lo, hi, dc.counts(kind)[k]) for k, (lo, hi) in enumerate(dc.bin_edges)]
             blocks.append(("pooled", dc.bin_edges[0][0], dc.bin_edges[-1][1], dc.counts(kind, pooled=True)))
             for name, lo, hi, cm in blocks:
                 p = column_normalize(cm, empty_column)
+                p_lo, p_hi = entry_intervals(cm, alpha)
+                n = cm.sum(axis=0)
                 for i, pred in enumerate(labels):
                     for j, true in enumerate(labels):
-                        w.writerow([kind, name, lo, hi, pred, true, int(cm[i, j]), f"{p[i, j]:.12g}"])
+                        bounds = (f"{p[i, j]:.12g}", f"{p_lo[i, j]:.12g}", f"{p_hi[i, j]:.12g}")
+                        w.writerow([kind, name, lo, hi, pred, true, int(cm[i, j]), int(n[j]), *bounds])
     return path
 
 

@@ -5,6 +5,8 @@ With ``cm[pred, true]`` and ``e`` the ``empty`` row: ``tp = cm[c, c]``, ``gt = Î
 recall = tp / gt, false-negative rate = (gt - tp) / gt = 1 - recall, miss rate = missed / gt,
 precision = tp / predicted. Precision counts only detections matched to annotated objects
 (unannotated detections are ignored, Remark 1). A rate with a zero denominator is ``None``.
+Recall and precision carry two-sided Clopper-Pearson intervals at level ``1 - alpha``
+(`perception_safety.evaluation.intervals`); ``thin`` marks a rate from fewer than ``min_samples``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from perception_safety.evaluation.confusion.types import DistanceConfusion
+from perception_safety.evaluation.intervals import clopper_pearson
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,34 @@ class ClassMetrics:
     precision: float | None
     false_negative_rate: float | None
     miss_rate: float | None
+    recall_lower: float | None = None
+    recall_upper: float | None = None
+    precision_lower: float | None = None
+    precision_upper: float | None = None
+    thin: bool = False
+    """Recall or precision rests on fewer than ``min_samples`` samples (flagged, never silently used)."""
 
 
 def _rate(num: int, den: int) -> float | None:
     return num / den if den > 0 else None
 
 
-def class_metrics_of(cm: np.ndarray, labels: tuple[str, ...], name: str, lo: float, hi: float) -> list[ClassMetrics]:
+def _interval(k: int, n: int, alpha: float) -> tuple[float | None, float | None]:
+    if n <= 0:
+        return None, None
+    lo, hi = clopper_pearson(k, n, alpha)
+    return float(lo), float(hi)
+
+
+def class_metrics_of(
+    cm: np.ndarray,
+    labels: tuple[str, ...],
+    name: str,
+    lo: float,
+    hi: float,
+    alpha: float = 0.05,
+    min_samples: int = 1,
+) -> list[ClassMetrics]:
     """Metrics of every evaluation class (all labels but the trailing ``empty``) of one matrix."""
     e = len(labels) - 1
     out = []
@@ -49,6 +73,8 @@ def class_metrics_of(cm: np.ndarray, labels: tuple[str, ...], name: str, lo: flo
         tp = int(cm[c, c])
         missed = int(cm[e, c])
         predicted = int(cm[c, :].sum())
+        r_lo, r_hi = _interval(tp, gt, alpha)
+        p_lo, p_hi = _interval(tp, predicted, alpha)
         out.append(
             ClassMetrics(
                 bin=name,
@@ -64,17 +90,23 @@ def class_metrics_of(cm: np.ndarray, labels: tuple[str, ...], name: str, lo: flo
                 precision=_rate(tp, predicted),
                 false_negative_rate=_rate(gt - tp, gt),
                 miss_rate=_rate(missed, gt),
+                recall_lower=r_lo,
+                recall_upper=r_hi,
+                precision_lower=p_lo,
+                precision_upper=p_hi,
+                thin=0 < gt < min_samples or 0 < predicted < min_samples,
             )
         )
     return out
 
 
-def class_metrics(dc: DistanceConfusion) -> list[ClassMetrics]:
+def class_metrics(dc: DistanceConfusion, alpha: float = 0.05, min_samples: int = 1) -> list[ClassMetrics]:
     """Metrics per bin and class of the class-labeled matrices, then the pooled ones (bin ``pooled``)."""
     rows: list[ClassMetrics] = []
     for k, (lo, hi) in enumerate(dc.bin_edges):
-        rows += class_metrics_of(dc.class_cm[k], dc.class_labels, str(k), lo, hi)
-    rows += class_metrics_of(dc.class_cm_pooled, dc.class_labels, "pooled", dc.bin_edges[0][0], dc.bin_edges[-1][1])
+        rows += class_metrics_of(dc.class_cm[k], dc.class_labels, str(k), lo, hi, alpha, min_samples)
+    lo, hi = dc.bin_edges[0][0], dc.bin_edges[-1][1]
+    rows += class_metrics_of(dc.class_cm_pooled, dc.class_labels, "pooled", lo, hi, alpha, min_samples)
     return rows
 
 

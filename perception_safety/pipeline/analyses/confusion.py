@@ -5,24 +5,45 @@ from __future__ import annotations
 from pathlib import Path
 
 from perception_safety.evaluation.confusion.io import to_json_dict, write_csv, write_json
-from perception_safety.evaluation.confusion.metrics import class_metrics, metrics_to_json
+from perception_safety.evaluation.confusion.metrics import ClassMetrics, class_metrics, metrics_to_json
+from perception_safety.evaluation.confusion.uncertainty import thin_column_messages, thin_columns, thin_columns_to_json
 from perception_safety.pipeline.analyses.base import Evaluation, pct
 from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.report.html import Metric
 
 
+def rate_cell(value: float | None, lower: float | None, upper: float | None) -> str:
+    """``53.0 % [31.2, 74.1]``: a rate with its interval in percent ('n/a' when undefined)."""
+    if value is None or lower is None or upper is None:
+        return "n/a"
+    return f"{pct(value)} [{100 * lower:.1f}, {100 * upper:.1f}]"
+
+
+def _thin_note(m: ClassMetrics, min_samples: int) -> str:
+    return f"thin (< {min_samples})" if m.thin else ""
+
+
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
-    from perception_safety.report.confusion_plots import plot_bin, plot_grid
+    from perception_safety.report.confusion_plots import plot_bin, plot_grid, plot_rates
 
     dc = red.confusion
     assert dc is not None
+    ccfg = cfg.confusion
     d = out / "confusion"
     d.mkdir(parents=True, exist_ok=True)
-    metrics = class_metrics(dc)
-    write_json(d / "confusion.json", dc, metrics=metrics_to_json(metrics), empty_column=cfg.confusion.empty_column)
-    write_csv(d / "confusion.csv", dc, cfg.confusion.empty_column)
-    ev.results["confusion"] = {**to_json_dict(dc, cfg.confusion.empty_column), "metrics": metrics_to_json(metrics)}
+    metrics = class_metrics(dc, ccfg.alpha, ccfg.min_samples)
+    thin = thin_columns(dc, ccfg.min_samples)
+    messages = thin_column_messages(thin, ccfg.min_samples)
+    extra = {"min_samples": ccfg.min_samples, "thin_columns": thin_columns_to_json(thin), "warnings": messages}
+    doc = to_json_dict(dc, ccfg.empty_column, metrics=metrics_to_json(metrics), extra=extra, alpha=ccfg.alpha)
+    write_json(
+        d / "confusion.json", dc, empty_column=ccfg.empty_column, metrics=doc["metrics"], extra=extra, alpha=ccfg.alpha
+    )
+    write_csv(d / "confusion.csv", dc, ccfg.empty_column, ccfg.alpha)
+    ev.results["confusion"] = doc
+    for msg in messages:
+        ev.warn("confusion", msg, "thin_columns")
     sec = ev.report.section("Confusion matrices (distance-binned)")
     sec.text(
         "Class-labeled (one count per ground-truth object, Algorithm 2) and proposition-labeled (one count per "
@@ -40,16 +61,39 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             m.ground_truth,
             m.true_positives,
             m.missed,
-            pct(m.recall),
-            pct(m.precision),
+            rate_cell(m.recall, m.recall_lower, m.recall_upper),
+            m.predicted,
+            rate_cell(m.precision, m.precision_lower, m.precision_upper),
+            _thin_note(m, ccfg.min_samples),
         ]
         for m in metrics
         if m.ground_truth > 0 and m.label != dc.empty_label
     ]
-    sec.table(["bin (m)", "class", "ground truth (n)", "TP (n)", "missed (n)", "recall", "precision"], rows)
+    level = f"{100 * (1 - ccfg.alpha):g} %"
+    sec.table(
+        [
+            "bin (m)",
+            "class",
+            "ground truth (n)",
+            "TP (n)",
+            "missed (n)",
+            f"recall [{level} CI]",
+            "predicted (n)",
+            f"precision [{level} CI]",
+            "flag",
+        ],
+        rows,
+        f"Two-sided Clopper-Pearson intervals at {level}; 'thin' = fewer than {ccfg.min_samples} samples behind "
+        "the rate (confusion.min_samples).",
+    )
+    sec.figure(
+        plot_rates(metrics, d / "rates_vs_distance.png", ccfg.alpha).read_bytes(),
+        f"Recall and precision vs distance with {level} Clopper-Pearson error bars",
+    )
     sec.figure(plot_grid(dc, "class", d / "class_cm_grid.png").read_bytes(), "Class-labeled matrices, P(pred | true)")
     sec.figure(plot_grid(dc, "prop", d / "prop_cm_grid.png").read_bytes(), "Proposition-labeled matrices")
     plot_bin(dc, "class", None, d / "class_cm_pooled.png")
     ped = [m for m in metrics if m.bin == "pooled" and m.recall is not None]
     for m in ped:
-        ev.report.summary.append(Metric(f"recall '{m.label}' (pooled)", m.recall, "", f"n = {m.ground_truth} objects"))
+        ci = f"{level} CI [{m.recall_lower:.3f}, {m.recall_upper:.3f}], n = {m.ground_truth} objects"
+        ev.report.summary.append(Metric(f"recall '{m.label}' (pooled)", m.recall, "", ci))
