@@ -16,6 +16,7 @@ setup(
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
         (f"share/{PACKAGE}/config/specs", glob("config/specs/*.bbsl")),
+        (f"share/{PACKAGE}/config/controllers", glob("config/controllers/*.csv")),
     ],
     package_data={PACKAGE: ["io/msg/vision_msgs/*.msg", "bbsl/*.lark"]},
     install_requires=["setuptools"],

@@ -22,8 +22,14 @@ def register(subparsers: Any) -> None:
         description="Build the car-pedestrian DTMC from class- and proposition-labeled confusion matrices "
         "(pooled and by distance) and compute P(s0 |= phi) with Storm for every initial speed.",
     )
-    p.add_argument("--matrices", type=Path, required=True,
-                   help="confusion matrices: the confusion command's confusion.json or the reference format")
+    p.add_argument("--matrices", type=Path, default=None,
+                   help="confusion matrices: the confusion command's confusion.json or the reference format "
+                   "(required unless --write-controller)")
+    p.add_argument("--controller", default=None, metavar="CONTROLLER",
+                   help="braking_rule (default), paper_modes, policy:FILE (CSV/JSON table) or python:module:function; "
+                   "overrides verification.controller")
+    p.add_argument("--write-controller", type=Path, default=None, metavar="FILE",
+                   help="write the controller as a policy table (CSV) for every configured max speed and exit")
     p.add_argument("--config", type=Path, default=None, help="YAML file with a 'verification' section")
     p.add_argument("--max-speed", type=int, action="append", default=None, metavar="V",
                    help="largest speed V (repeatable); overrides verification.max_speeds")
@@ -34,7 +40,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--export", choices=("none", "drn", "prism", "both"), default=None,
                    help="also write the chains (overrides verification.export)")
     p.add_argument("--no-plot", action="store_true", help="skip verification.png")
-    p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument("--out", type=Path, default=None, help="output directory (required unless --write-controller)")
     p.set_defaults(func=run)
 
 
@@ -65,7 +71,21 @@ def run(args: argparse.Namespace) -> int:
         updates["specs"] = args.spec
     if args.export:
         updates["export"] = args.export
-    cfg = cfg.model_copy(update=updates)
+    if args.controller:
+        from perception_safety.verification.controllers import parse_controller, resolve_controller
+
+        updates["controller"] = parse_controller(args.controller)
+        resolve_controller(updates["controller"])  # a clear error for an unknown name or a bad table/callable
+    from pydantic import ValidationError
+
+    try:
+        cfg = VerificationConfig.model_validate({**cfg.model_dump(by_alias=True), **updates})
+    except ValidationError as exc:
+        raise PerceptionSafetyError(f"verify: bad option: {exc}") from exc
+    if args.write_controller is not None:
+        return _write_controller(cfg, args.write_controller)
+    if args.matrices is None or args.out is None:
+        raise PerceptionSafetyError("verify: --matrices and --out are required (unless --write-controller)")
 
     confusion = load_matrices(args.matrices)
     try:
@@ -84,6 +104,30 @@ def run(args: argparse.Namespace) -> int:
                           cfg.plot.log_scale)
         written.append("verification.png")
     n_states = max(c["n_states"] for c in sweep.chains)
+    print(f"controller: {sweep_controller_name(cfg)}")
     print(f"{len(sweep.results)} probabilities from {len(sweep.chains)} chains (largest {n_states} states); "
           f"wrote {', '.join(str(args.out / w) for w in written)}")
+    return 0
+
+
+def sweep_controller_name(cfg: Any) -> str:
+    from perception_safety.verification.controllers import resolve_controller
+
+    return resolve_controller(cfg.controller).name
+
+
+def _write_controller(cfg: Any, path: Path) -> int:
+    """Tabulate the configured controller for the reference geometry of every configured max speed."""
+    from perception_safety.verification.controllers import resolve_controller, write_policy
+    from perception_safety.verification.sweep import geometry_for
+
+    resolved = resolve_controller(cfg.controller)
+    geometries = [geometry_for(V, cfg.geometry) for V in cfg.max_speeds]
+
+    def for_each(x: Any, v: Any, kind: str, g: Any) -> Any:
+        fn = resolved.for_geometry(g)
+        return fn(x, v, kind, g, alarm=False) if resolved.handles_alarm else fn(x, v, kind, g)
+
+    write_policy(path, for_each, geometries)
+    print(f"wrote {path}: {resolved.name} for max speeds {cfg.max_speeds}")
     return 0

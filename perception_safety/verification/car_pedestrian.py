@@ -3,10 +3,11 @@
 States ``(x, v)``: cells ``x = 1..N``, speeds ``v = 0..V``; index ``(x - 1)(V + 1) + v``. Reference
 geometry for a largest speed ``V``: ``N = V(V+1)/2 + 4``, stop cell ``k = V(V+1)/2 + 1``, crosswalk
 ``k + 1``. The observation is drawn from the bin of ``|crosswalk - x|`` cells (pre-move position).
-Controller (correct by construction for φ1-φ3): on an observation containing the pedestrian a moving
-car not past ``k`` goes to ``min(x+v, N)`` keeping ``v`` when ``x + v <= k - v(v+1)/2`` and braking to
-``v - 1`` otherwise (a stopped car or one past ``k`` stays put); on any other observation it keeps
-its speed; ``(k, 0)`` is absorbing.
+The controller is pluggable (`perception_safety.verification.controllers`); the default braking rule
+(correct by construction for φ1-φ3): on an observation containing the pedestrian a moving car not past
+``k`` goes to ``min(x+v, N)`` keeping ``v`` when ``x + v <= k - v(v+1)/2`` and braking to ``v - 1``
+otherwise (a stopped car or one past ``k`` stays put); on any other observation it keeps its speed;
+``(k, 0)`` is absorbing.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perception_safety.verification.builder import AbstractSystem, Observation
+from perception_safety.verification.builder import AbstractSystem, Controller
 from perception_safety.verification.errors import VerificationError
 
 CAR_LABELS = ("stopped", "stop_at_k", "before_k", "at_or_past_k", "past_k", "at_end")
@@ -72,19 +73,11 @@ class Geometry:
         return np.abs(self.crosswalk_cell - x) * self.cell_length_m
 
     def successors(self, states: np.ndarray, sees_pedestrian: bool) -> np.ndarray:
-        """The controller K for one observation kind, vectorised over states."""
+        """The braking-rule controller (`controllers.braking_rule`) for one observation kind, over state indices."""
+        from perception_safety.verification.controllers.builtin import braking_rule
+
         x, v = self.cell_speed(states)
-        N, k = self.road_cells, self.stop_cell
-        nx = np.minimum(x + v, N)
-        nv = v.copy()
-        if sees_pedestrian:
-            acts = (v > 0) & (x <= k)
-            keep = x + v <= k - v * (v + 1) // 2
-            nv = np.where(acts & ~keep, v - 1, v)
-            nx = np.where(acts, nx, x)
-        absorbing = (x == k) & (v == 0)
-        nx = np.where(absorbing, x, nx)
-        nv = np.where(absorbing, 0, nv)
+        nx, nv = braking_rule(x, v, "ped" if sees_pedestrian else "empty", self)
         return (nx - 1) * (self.max_speed + 1) + nv
 
     def car_labels(self, states: np.ndarray) -> dict[str, np.ndarray]:
@@ -106,10 +99,12 @@ def car_pedestrian_system(
     initial_speeds: Iterable[int],
     pedestrian: str = "ped",
     initial_cell: int = 1,
+    controller: Controller | None = None,
 ) -> AbstractSystem:
     """The system for one true environment; ``env_labels`` are its propositions (e.g. ``{"ped": True}``).
 
-    An observation "contains the pedestrian" when ``pedestrian`` is among its predicted labels.
+    ``controller`` is K over state indices (`controllers.state_controller`); by default the braking rule,
+    for which an observation "contains the pedestrian" when ``pedestrian`` is among its predicted labels.
     """
     speeds = sorted({int(v) for v in initial_speeds})
     if not speeds or speeds[0] < 0 or speeds[-1] > geometry.max_speed:
@@ -124,8 +119,10 @@ def car_pedestrian_system(
             raise VerificationError(f"environment label {name!r} clashes with a car label {list(CAR_LABELS)}")
         labels[name] = np.full(n, bool(value))
 
-    def controller(s: np.ndarray, observation: Observation) -> np.ndarray:
-        return geometry.successors(s, pedestrian in observation)
+    if controller is None:
+        from perception_safety.verification.controllers import resolve_controller, state_controller
+
+        controller = state_controller(resolve_controller("braking_rule"), geometry, pedestrian)
 
     return AbstractSystem(
         n_states=n,

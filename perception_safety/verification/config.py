@@ -39,6 +39,40 @@ def _default_envs() -> dict[str, TrueEnvConfig]:
     }
 
 
+class PolicyChoice(BaseModel):
+    """``controller: {policy: FILE}``: a policy table (CSV/JSON), relative paths from the working directory."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    policy: str = Field(min_length=1)
+
+
+class PythonChoice(BaseModel):
+    """``controller: {python: module:function}``: a vectorised callable ``(x, v, kind, geometry) -> (x', v')``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    python: str = Field(min_length=3, pattern=r"^[^:]+:[^:]+$")
+
+
+ControllerChoice = Literal["braking_rule", "paper_modes"] | PolicyChoice | PythonChoice
+
+
+class MonitorLoopConfig(BaseModel):
+    """The runtime monitor in the chain: joint (observation, verdict) counts and the model-checked SG/RH/AC."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: str = Field(default="monitor", min_length=1, description="name of the verdict's status in the bags")
+    fail_safe: Literal["brake", "stop_now"] = "brake"
+    emergency_deceleration: int | None = Field(default=None, ge=1, description="stop_now: null = stop in one step")
+    variants: list[Variant] = Field(default_factory=lambda: ["prop_by_distance"], min_length=1)
+    hazard_spec: str = 'P=? [F "past_k"]'
+    hazard_envs: list[str] = Field(default_factory=lambda: ["ped"], min_length=1)
+    mission_loss_spec: str = 'P=? [F "stopped"]'
+    mission_loss_envs: list[str] = Field(default_factory=lambda: ["obs", "empty"], min_length=1)
+
+
 class PlotConfig(BaseModel):
     model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
@@ -59,6 +93,8 @@ class VerificationConfig(BaseModel):
     specs: list[str] = Field(default_factory=lambda: ["stop_at_k", "phi1", "phi2", "phi3", "phi"], min_length=1)
     custom_specs: dict[str, str] = Field(default_factory=dict)
     pedestrian_label: str = "ped"
+    controller: ControllerChoice = "braking_rule"
+    monitor_loop: MonitorLoopConfig = Field(default_factory=MonitorLoopConfig)
     geometry: GeometryConfig = Field(default_factory=GeometryConfig)
     beyond_last_bin: Literal["error", "last_bin"] = "error"
     export: Literal["none", "drn", "prism", "both"] = "none"

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 
 from perception_safety.evaluation.confusion.types import DistanceConfusion
-from perception_safety.verification.builder import MarkovChain, ObservationModel, build_chain
+from perception_safety.verification.builder import AbstractSystem, MarkovChain, ObservationModel, build_chain
 from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
 from perception_safety.verification.config import GeometryConfig, TrueEnvConfig, VerificationConfig
+from perception_safety.verification.controllers import ResolvedController, resolve_controller, state_controller
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.export import export_drn, export_prism_explicit
 from perception_safety.verification.observations import class_observations, prop_observations
@@ -86,11 +87,11 @@ def env_labels(
     return out
 
 
-def build_variant_chain(
+def car_system(
     confusion: DistanceConfusion, cfg: VerificationConfig, variant: str, env_name: str, max_speed: int,
-    name: str | None = None,
-) -> tuple[Geometry, MarkovChain]:
-    """Algorithm 3 on the car–pedestrian system for one variant, environment and max speed."""
+    controller: ResolvedController | None = None,
+) -> tuple[Geometry, AbstractSystem]:
+    """The car–pedestrian system for one variant, environment and max speed, run by ``controller``."""
     env = cfg.true_envs[env_name]
     g = geometry_for(max_speed, cfg.geometry)
     speeds = cfg.initial_speeds if cfg.initial_speeds is not None else list(range(1, max_speed + 1))
@@ -98,7 +99,19 @@ def build_variant_chain(
     if not speeds:
         raise VerificationError(f"initial_speeds {cfg.initial_speeds}: none is within 0..{max_speed} (max speed)")
     labels = env_labels(confusion, variant, env, cfg.pedestrian_label)
-    system = car_pedestrian_system(g, labels, speeds, cfg.pedestrian_label, cfg.geometry.initial_cell)
+    ml = cfg.monitor_loop
+    k = state_controller(controller or resolve_controller(cfg.controller), g, cfg.pedestrian_label,
+                         confusion.empty_label, ml.fail_safe, ml.emergency_deceleration)
+    return g, car_pedestrian_system(g, labels, speeds, cfg.pedestrian_label, cfg.geometry.initial_cell, k)
+
+
+def build_variant_chain(
+    confusion: DistanceConfusion, cfg: VerificationConfig, variant: str, env_name: str, max_speed: int,
+    name: str | None = None, controller: ResolvedController | None = None,
+) -> tuple[Geometry, MarkovChain]:
+    """Algorithm 3 on the car–pedestrian system for one variant, environment and max speed."""
+    g, system = car_system(confusion, cfg, variant, env_name, max_speed, controller)
+    env = cfg.true_envs[env_name]
     return g, build_chain(system, observation_model(confusion, variant, env, cfg.beyond_last_bin, name))
 
 
@@ -117,13 +130,14 @@ def run_sweep(
     for env_name in cfg.true_envs:
         if not env_name:
             raise VerificationError("true_envs: empty environment name")
+    controller = resolve_controller(cfg.controller)
     results: list[dict[str, Any]] = []
     chains: list[dict[str, Any]] = []
     for variant in cfg.variants:
         for env_name in cfg.true_envs:
             for V in cfg.max_speeds:
                 t0 = time.perf_counter()
-                g, chain = build_variant_chain(confusion, cfg, variant, env_name, V, name)
+                g, chain = build_variant_chain(confusion, cfg, variant, env_name, V, name, controller)
                 chain.storm_model()
                 t1 = time.perf_counter()
                 starts = [int(s) for s in chain.initial_states]
@@ -160,6 +174,7 @@ def to_json_dict(sweep: SweepResult, matrices: str, confusion: DistanceConfusion
         "matrices_source": confusion.source,
         "orientation": "observation probabilities are column-normalised cm[pred, true] = P(pred | true)",
         "model": "car-pedestrian (DESIGN.md): N = V(V+1)/2 + 4, k = V(V+1)/2 + 1, crosswalk k + 1 unless configured",
+        "controller": resolve_controller(cfg.controller).name,
         "specs": sweep.specs,
         "config": cfg.model_dump(by_alias=True),
         "results": list(sweep.results),
