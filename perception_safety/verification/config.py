@@ -42,7 +42,7 @@ def _default_envs() -> dict[str, TrueEnvConfig]:
 class PolicyChoice(BaseModel):
     """``controller: {policy: FILE}``: a policy table (CSV/JSON), relative paths from the working directory."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     policy: str = Field(min_length=1)
 
@@ -50,7 +50,7 @@ class PolicyChoice(BaseModel):
 class PythonChoice(BaseModel):
     """``controller: {python: module:function}``: a vectorised callable ``(x, v, kind, geometry) -> (x', v')``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     python: str = Field(min_length=3, pattern=r"^[^:]+:[^:]+$")
 
@@ -61,7 +61,7 @@ ControllerChoice = Literal["braking_rule", "paper_modes"] | PolicyChoice | Pytho
 class MonitorLoopConfig(BaseModel):
     """The runtime monitor in the chain: joint (observation, verdict) counts and the model-checked SG/RH/AC."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     status: str = Field(default="monitor", min_length=1, description="name of the verdict's status in the bags")
     fail_safe: Literal["brake", "stop_now"] = "brake"
