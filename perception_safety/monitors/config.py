@@ -14,7 +14,8 @@ from perception_safety.core.types import Box
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
+    # NaN/inf are refused: a NaN threshold or region edge makes every comparison false, silently disabling an alarm
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Region(_Strict):
@@ -53,7 +54,7 @@ class ContrastConfig(_Strict):
 
     enabled: bool = True
     statistic: ContrastStatistic = "row_variance"
-    threshold: float | None = Field(default=None, description="None: the statistic's default threshold")
+    threshold: float | None = Field(default=None, ge=0.0, description="None: the statistic's default threshold")
     roi: Region | None = None
     michelson_percentiles: tuple[float, float] = (1.0, 99.0)
     alarm_on_missing_image: bool = False

@@ -20,13 +20,15 @@ from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level
 from perception_safety.ros import convert
 from perception_safety.ros.diagnostics import InputHealth
+from perception_safety.ros.params import MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
 
 NODE_NAME = "bbsl_monitor"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN/inf never make sense in a node parameter (a NaN threshold silently disables a comparison)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Topics(_Strict):
@@ -36,9 +38,9 @@ class Topics(_Strict):
 
 
 class QosParams(_Strict):
-    input_depth: int = Field(default=5, ge=1)
+    input_depth: int = Field(default=5, ge=1, le=1000)
     reliable_inputs: bool = False
-    output_depth: int = Field(default=10, ge=1)
+    output_depth: int = Field(default=10, ge=1, le=1000)
 
 
 class BBSLMonitorParams(_Strict):
@@ -50,9 +52,9 @@ class BBSLMonitorParams(_Strict):
     bbsl_config: str = Field(default="", description="YAML file with a `bbsl:` section (bindings, image size)")
     classes: list[str] = Field(default_factory=list, description="subject classes; empty: the config's")
     alert_cases: list[str] = Field(default_factory=list, description="active cases that make the status WARN")
-    stale_timeout_s: float = Field(default=1.0, gt=0.0)
+    stale_timeout_s: float = Field(default=1.0, gt=0.0, le=MAX_TIMEOUT_S)
     stale_level: Literal["stale", "error"] = "stale"
-    diagnostics_period_s: float = Field(default=1.0, gt=0.0)
+    diagnostics_period_s: float = Field(default=1.0, ge=MIN_DIAGNOSTICS_PERIOD_S, le=MAX_TIMEOUT_S)
     hardware_id: str = "camera"
 
 

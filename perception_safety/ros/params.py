@@ -20,6 +20,12 @@ from perception_safety.io.config import ConfigError, format_validation_error
 
 M = TypeVar("M", bound=BaseModel)
 
+#: bounds shared by the nodes' parameter models (issue 19 item 3: a 1e-9 s diagnostics period meant 100 % CPU
+#: and 2000 msg/s; 10^6 OpenCV threads gave 320k thread errors and stopped processing)
+MIN_DIAGNOSTICS_PERIOD_S = 0.05
+MAX_TIMEOUT_S = 3600.0
+MAX_OPENCV_THREADS = 64
+
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """Nested mapping -> ``{"a.b.c": leaf}``; lists and scalars are leaves."""

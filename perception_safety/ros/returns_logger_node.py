@@ -26,12 +26,14 @@ from perception_safety.io.episode_log import EpisodeLogWriter, EpisodeStep
 from perception_safety.monitors.base import MonitorResult
 from perception_safety.ros import convert
 from perception_safety.ros.diagnostics import InputHealth
+from perception_safety.ros.params import MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
 
 NODE_NAME = "returns_logger"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN/inf never make sense in a node parameter (a NaN threshold silently disables a comparison)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Topics(_Strict):
@@ -44,14 +46,14 @@ class Topics(_Strict):
 
 
 class SyncParams(_Strict):
-    slop_s: float = Field(default=0.025, ge=0.0)
-    max_wait_s: float = Field(default=0.5, ge=0.0)
+    slop_s: float = Field(default=0.025, ge=0.0, le=10.0)
+    max_wait_s: float = Field(default=0.5, ge=0.0, le=60.0)
 
 
 class QosParams(_Strict):
     """Inputs are reliable (a logger must not lose frames); odometry may be best effort for sensor-style sources."""
 
-    depth: int = Field(default=100, ge=1)
+    depth: int = Field(default=100, ge=1, le=10000)
     reliable_odometry: bool = True
 
 
@@ -68,8 +70,8 @@ class ReturnsLoggerParams(_Strict):
     stop_name: str = Field(default="stop_request", description="the stop-decision status in monitor_results")
     running_speed_mps: float = Field(default=0.1, ge=0.0)
     fsync: bool = True
-    diagnostics_period_s: float = Field(default=1.0, gt=0.0)
-    stale_timeout_s: float = Field(default=2.0, gt=0.0)
+    diagnostics_period_s: float = Field(default=1.0, ge=MIN_DIAGNOSTICS_PERIOD_S, le=MAX_TIMEOUT_S)
+    stale_timeout_s: float = Field(default=2.0, gt=0.0, le=MAX_TIMEOUT_S)
 
 
 READ_ONLY = ("topics", "sync", "qos", "log_path", "monitor_name", "stop_name", "fsync", "diagnostics_period_s")

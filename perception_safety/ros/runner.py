@@ -48,7 +48,6 @@ class ShutdownFlag:
 def spin_until_shutdown(executor: Any, flag: ShutdownFlag, context: Any = None) -> None:
     """Spin ``executor`` in `SPIN_SLICE_S` slices until ``flag`` is set or the context is shut down."""
     import rclpy
-
     from rclpy.executors import ExternalShutdownException
 
     while not flag.is_set() and rclpy.ok(context=context):

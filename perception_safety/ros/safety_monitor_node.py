@@ -21,6 +21,7 @@ from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.ros import convert
 from perception_safety.ros.diagnostics import InputHealth
 from perception_safety.ros.memory import keep_frame_buffers
+from perception_safety.ros.params import MAX_OPENCV_THREADS, MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
 from perception_safety.ros.sync import StampPairer
 
@@ -28,7 +29,8 @@ NODE_NAME = "safety_monitor"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN/inf never make sense in a node parameter (a NaN threshold silently disables a comparison)
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Topics(_Strict):
@@ -44,16 +46,16 @@ class Topics(_Strict):
 class SyncParams(_Strict):
     """Stamp pairing of image and detections: ``slop_s = 0`` pairs equal stamps only."""
 
-    slop_s: float = Field(default=0.0, ge=0.0)
-    queue_size: int = Field(default=10, ge=1)
+    slop_s: float = Field(default=0.0, ge=0.0, le=10.0)
+    queue_size: int = Field(default=10, ge=1, le=1000)
 
 
 class QosParams(_Strict):
     """Input depth (sensor-data profile; ``reliable_inputs`` for lossless replay) and output depth (reliable)."""
 
-    input_depth: int = Field(default=5, ge=1)
+    input_depth: int = Field(default=5, ge=1, le=1000)
     reliable_inputs: bool = False
-    output_depth: int = Field(default=10, ge=1)
+    output_depth: int = Field(default=10, ge=1, le=1000)
 
 
 class SafetyMonitorParams(_Strict):
@@ -63,13 +65,13 @@ class SafetyMonitorParams(_Strict):
     use_image: bool = True
     sync: SyncParams = SyncParams()
     qos: QosParams = QosParams()
-    stale_timeout_s: float = Field(default=1.0, gt=0.0)
+    stale_timeout_s: float = Field(default=1.0, gt=0.0, le=MAX_TIMEOUT_S)
     stale_level: Literal["stale", "error"] = "stale"
-    diagnostics_period_s: float = Field(default=1.0, gt=0.0)
+    diagnostics_period_s: float = Field(default=1.0, ge=MIN_DIAGNOSTICS_PERIOD_S, le=MAX_TIMEOUT_S)
     fail_safe_stop: bool = Field(default=True, description="a monitor that raises requests a stop")
     stop_on_monitor_alarm: bool = Field(default=True, description="a contrast/plausibility alarm requests a stop")
     hardware_id: str = "camera"
-    opencv_threads: int = Field(default=1, ge=-1,
+    opencv_threads: int = Field(default=1, ge=-1, le=MAX_OPENCV_THREADS,
                                 description="cv2.setNumThreads for the node process: 0/1 no pool, -1 OpenCV default")
     keep_frame_buffers: bool = Field(default=True, description="glibc mallopt: reuse freed frame buffers")
     monitors: MonitorsConfig = MonitorsConfig()

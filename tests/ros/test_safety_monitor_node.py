@@ -193,6 +193,8 @@ def test_parameters_change_at_run_time_with_validation(monitor, ros_client, ros_
     def set_param(name, value):
         if isinstance(value, float):
             pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
+        elif isinstance(value, int):
+            pv = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
         else:
             pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
         fut = cli.call_async(SetParameters.Request(parameters=[ParameterMsg(name=name, value=pv)]))
@@ -203,6 +205,14 @@ def test_parameters_change_at_run_time_with_validation(monitor, ros_client, ros_
     assert not bad.successful and "stale_timeout_s" in bad.reason and "greater than 0" in bad.reason
     ro = set_param("topics.image", "/other")
     assert not ro.successful
+    # issue 19 item 3: each of these was accepted and silently disabled the alarm / stopped processing / ate a core
+    for key, value, expected in (("monitors.contrast.threshold", math.nan, "finite number"),
+                                 ("monitors.contrast.threshold", -5.0, "greater than or equal to 0"),
+                                 ("opencv_threads", 1_000_000, "less than or equal to 64"),
+                                 ("diagnostics_period_s", 1e-9, "greater than or equal to 0.05"),
+                                 ("stale_timeout_s", math.inf, "finite number")):
+        refused = set_param(key, value)
+        assert not refused.successful and key in refused.reason and expected in refused.reason, refused.reason
     # a low-contrast image: rows 0/1 alternating columns -> row variance 0.25 (below 1580, above 0.1)
     stripes = np.zeros((H, W, 3), np.uint8)
     stripes[:, ::2] = 1
@@ -252,15 +262,20 @@ def test_detections_only_mode_and_sigterm_exit_code(ros_client, ros_tools, tmp_p
     assert proc.stop(signal.SIGTERM) == 0, proc.output()
 
 
-def test_invalid_params_file_stops_node_with_key_in_message(ros_tools, tmp_path):
-    doc = {"safety_monitor": {"ros__parameters": {"sync": {"slop_s": -0.5}}}}
+@pytest.mark.parametrize(("params", "key"), [
+    ({"sync": {"slop_s": -0.5}}, "sync.slop_s"),
+    ({"monitors": {"contrast": {"threshold": math.nan}}}, "monitors.contrast.threshold"),
+    ({"opencv_threads": 1_000_000}, "opencv_threads"),
+])
+def test_invalid_params_file_stops_node_with_key_in_message(ros_tools, tmp_path, params, key):
+    doc = {"safety_monitor": {"ros__parameters": params}}
     path = tmp_path / "bad.yaml"
     path.write_text(yaml.safe_dump(doc))
     proc = ros_tools.NodeProcess("safety_monitor", "safety_monitor", path, None, tmp_path)
     proc.proc.wait(timeout=30)
     assert proc.stop() == 2
     text = proc.output()
-    assert "sync.slop_s" in text and str(path) in text
+    assert key in text and str(path) in text and "Traceback" not in text
 
 
 class _Exploding:
