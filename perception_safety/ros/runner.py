@@ -70,6 +70,9 @@ def run_nodes(factories: Sequence[Callable[[], Any]], args: Sequence[str] | None
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
     from rclpy.signals import SignalHandlerOptions
 
+    from perception_safety.ros.transport import select_profile
+
+    select_profile()  # before rclpy.init: Fast DDS reads the profile when the participant is created
     flag = ShutdownFlag()
     flag.install()
     try:

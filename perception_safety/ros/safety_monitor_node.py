@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level, Monitor, MonitorResult
 from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
 from perception_safety.monitors.config import MonitorsConfig
-from perception_safety.ros import convert
+from perception_safety.ros import convert, transport
 from perception_safety.ros.diagnostics import InputHealth
+from perception_safety.ros.liveness import Liveness
 from perception_safety.ros.memory import keep_frame_buffers
 from perception_safety.ros.params import MAX_OPENCV_THREADS, MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
@@ -58,6 +59,14 @@ class QosParams(_Strict):
     output_depth: int = Field(default=10, ge=1, le=1000)
 
 
+class LivenessParams(_Strict):
+    """Inputs arrive but no frame is processed: WARN after ``stale_timeout_s``, ERROR + stop after ``error_after_s``."""
+
+    error_after_s: float = Field(default=2.0, gt=0.0, le=MAX_TIMEOUT_S)
+    stop_on_error: bool = Field(default=True, description="publish stop requests while liveness is ERROR")
+    rate_window_s: float = Field(default=5.0, gt=0.0, le=MAX_TIMEOUT_S, description="window of the frame rate")
+
+
 class SafetyMonitorParams(_Strict):
     """All parameters of the node (``config/safety_monitor.yaml``); topics, sync and QoS are read-only."""
 
@@ -74,12 +83,22 @@ class SafetyMonitorParams(_Strict):
     opencv_threads: int = Field(default=1, ge=-1, le=MAX_OPENCV_THREADS,
                                 description="cv2.setNumThreads for the node process: 0/1 no pool, -1 OpenCV default")
     keep_frame_buffers: bool = Field(default=True, description="glibc mallopt: reuse freed frame buffers")
+    liveness: LivenessParams = LivenessParams()
     monitors: MonitorsConfig = MonitorsConfig()
+
+    @model_validator(mode="after")
+    def _liveness_after_stale(self) -> SafetyMonitorParams:
+        if self.liveness.error_after_s < self.stale_timeout_s:
+            raise ValueError(f"liveness.error_after_s ({self.liveness.error_after_s:g}) must be >= stale_timeout_s "
+                             f"({self.stale_timeout_s:g}): WARN comes before ERROR")
+        return self
 
 
 READ_ONLY = ("topics", "use_image", "sync", "qos", "keep_frame_buffers")
 #: name of the extra status in ``monitor_results`` that carries the frame's stop decision
 STOP_STATUS = "stop_request"
+#: liveness stop requests are repeated at most this often (ns) while the liveness status is ERROR
+LIVENESS_STOP_PERIOD_NS = 100_000_000
 
 
 class Guarded:
@@ -172,6 +191,12 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.suite = MonitorSuite(p.monitors)
             self.prefix = f"{self.get_name()}: "
             self.health = InputHealth(int(p.stale_timeout_s * 1e9), p.stale_level, started_ns=self._now())
+            self.liveness = Liveness(int(p.stale_timeout_s * 1e9), int(p.liveness.error_after_s * 1e9),
+                                     started_ns=self._now(), window_ns=int(p.liveness.rate_window_s * 1e9),
+                                     stale_level=self.health.stale_as)
+            self.liveness_level = Level.STALE
+            self.liveness_stop_ns = 0
+            self.transport = transport.describe()
             self.pairer: StampPairer[Any, Any] = StampPairer(round(p.sync.slop_s * 1e9), p.sync.queue_size)
             self.last: dict[str, MonitorResult] = {}
             self.failed: set[str] = set()
@@ -193,7 +218,8 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.timer = self.create_timer(p.diagnostics_period_s, self._on_timer)
             names = ", ".join(self.suite.names)
             self.get_logger().info(
-                f"monitoring {self.image_topic if p.use_image else '(no image)'} + {self.det_topic} with [{names}]")
+                f"monitoring {self.image_topic if p.use_image else '(no image)'} + {self.det_topic} with [{names}]; "
+                f"transport: {self.transport['transport']} ({self.transport['dds_profile']})")
 
         # ------------------------------------------------------------ configuration
         def _now(self) -> int:
@@ -204,6 +230,10 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.suite = MonitorSuite(p.monitors)
             self.health.stale_timeout_ns = int(p.stale_timeout_s * 1e9)
             self.health.stale_level = p.stale_level
+            self.liveness.warn_after_ns = int(p.stale_timeout_s * 1e9)
+            self.liveness.error_after_ns = int(p.liveness.error_after_s * 1e9)
+            self.liveness.window_ns = int(p.liveness.rate_window_s * 1e9)
+            self.liveness.stale_level = self.health.stale_as
             self.timer.timer_period_ns = int(p.diagnostics_period_s * 1e9)
             self.last.clear()
             self.failed.clear()
@@ -211,7 +241,9 @@ def make_node(name: str = NODE_NAME) -> Any:
 
         # ------------------------------------------------------------ inputs
         def _on_image(self, raw: bytes) -> None:
+            frames = self.liveness.frames
             try:
+                self.liveness.input(self.image_topic, self._now())
                 self.health.received(self._now())
                 msg = convert.decode_cdr(raw, "sensor_msgs/msg/Image", self.image_topic)
                 stamp = convert.stamp_to_ns(msg.header.stamp)
@@ -223,9 +255,13 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self._reject(self.image_topic, str(exc))
             except Exception as exc:  # the node never dies on input
                 self._reject(self.image_topic, f"internal error: {type(exc).__name__}: {exc}")
+            if self.liveness.frames == frames:
+                self._check_liveness()
 
         def _on_detections(self, raw: bytes) -> None:
+            frames = self.liveness.frames
             try:
+                self.liveness.input(self.det_topic, self._now())
                 self.health.received(self._now())
                 msg = convert.decode_cdr(raw, "vision_msgs/msg/Detection2DArray", self.det_topic)
                 stamp = convert.stamp_to_ns(msg.header.stamp)
@@ -240,6 +276,8 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self._reject(self.det_topic, str(exc))
             except Exception as exc:
                 self._reject(self.det_topic, f"internal error: {type(exc).__name__}: {exc}")
+            if self.liveness.frames == frames:
+                self._check_liveness()
 
         def _reject(self, topic: str, reason: str) -> None:
             self.health.reject(topic, reason)
@@ -254,6 +292,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             if failed:
                 self.get_logger().error(f"monitor(s) {sorted(failed)} raised; fail-safe", throttle_duration_sec=1.0)
             self.health.processed()
+            self.liveness.frame(self._now())
             stop = stop_requested(results, self.params.config, failed, self.suite.runtime.name,
                                   self.suite.stop_rule.name)
             hw = self.params.config.hardware_id
@@ -272,6 +311,32 @@ def make_node(name: str = NODE_NAME) -> Any:
             if changed:
                 self._publish_diagnostics()
 
+        # ------------------------------------------------------------ liveness
+        def _liveness_detail(self) -> str:
+            """Why inputs may not become frames: unpaired and skipped counts so far."""
+            s = self.pairer.stats
+            parts = [f"{s.pairs} pairs", f"{s.dropped_first} unpaired images",
+                     f"{s.dropped_second} unpaired detections"]
+            skipped = sum(self.health.bad.values())
+            if skipped:
+                parts.append(f"{skipped} skipped bad messages")
+            return ", ".join(parts) + f"; transport: {self.transport['transport']}"
+
+        def _check_liveness(self) -> None:
+            """Stop requests while liveness is ERROR (rate-limited); /diagnostics at once when its level changes."""
+            now = self._now()
+            state = self.liveness.state(now, self._liveness_detail())
+            if state.stop and self.params.config.liveness.stop_on_error and (
+                    now - self.liveness_stop_ns >= LIVENESS_STOP_PERIOD_NS):
+                from std_msgs.msg import Bool
+
+                self.liveness_stop_ns = now
+                self.pub_stop.publish(Bool(data=True))
+                self.get_logger().error(f"liveness: {state.message}", throttle_duration_sec=5.0)
+            if state.level != self.liveness_level:
+                self.liveness_level = state.level
+                self._publish_diagnostics()
+
         # ------------------------------------------------------------ /diagnostics
         def _statuses(self) -> list[Any]:
             now = self._now()
@@ -280,14 +345,22 @@ def make_node(name: str = NODE_NAME) -> Any:
             values = self.health.values()
             values["unpaired_images"], values["unpaired_detections"] = (
                 self.pairer.stats.dropped_first, self.pairer.stats.dropped_second)
+            live = self.liveness.state(now, self._liveness_detail())
+            if level == Level.OK and live.level != Level.OK:  # receiving is not OK while no frame comes out
+                level = Level.WARN if live.level in (Level.WARN, Level.ERROR) else Level.STALE
+                message = "receiving, but no frame processed (see liveness)"
             out = [convert.status(f"{self.prefix}input", level, message, values, hw)]
-            stale = self.health.is_stale(now)
+            out.append(convert.status(f"{self.prefix}liveness", live.level, live.message,
+                                      {**live.values, **self.transport}, hw))
+            # a member's last result is shown only while frames are being processed: never an old OK
+            last = self.liveness.last_frame_ns
+            stale = self.health.is_stale(now) or (last is not None and now - last > self.liveness.warn_after_ns)
             for name in self.suite.names:
                 r = self.last.get(name)
                 if stale or r is None:
-                    lvl = self.health.stale_as if stale else Level.OK
+                    lvl = self.health.stale_as if stale else Level.STALE
                     out.append(convert.status(f"{self.prefix}{name}", lvl, "stale: no recent frame"
-                                              if stale else "waiting for the first frame", {}, hw))
+                                              if stale else "no frame processed yet", {}, hw))
                 else:
                     out.append(convert.result_status(r, self.prefix, hw))
             return out
@@ -296,6 +369,10 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.pub_diag.publish(convert.diagnostic_array_msg(self._statuses(), self._now()))
 
         def _on_timer(self) -> None:
+            try:
+                self._check_liveness()
+            except Exception as exc:  # the liveness check must never stop the diagnostics timer
+                self.get_logger().error(f"liveness check failed: {exc}", throttle_duration_sec=5.0)
             publish_period_diagnostics(self)
 
     return _Node()

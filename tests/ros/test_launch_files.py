@@ -49,7 +49,7 @@ def _stub_modules(monkeypatch: pytest.MonkeyPatch) -> None:
 
     module("launch", LaunchDescription=_LaunchDescription)
     module("launch.actions", DeclareLaunchArgument=DeclareLaunchArgument, SetEnvironmentVariable=_Action)
-    module("launch.conditions", IfCondition=_Action)
+    module("launch.conditions", IfCondition=_Action, UnlessCondition=_Action)
     module("launch.substitutions", LaunchConfiguration=_LaunchConfiguration)
     module("launch_ros")
     module("launch_ros.actions", Node=Node)
