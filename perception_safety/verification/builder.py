@@ -36,13 +36,16 @@ class ObservationModel:
     """``μ_k(y, x_e)`` for one true environment ``x_e``: ``probs[bin, outcome]`` (eqs. 5 and 8).
 
     ``bin_edges`` are half-open ``[lo, hi)`` metres, one per row of ``probs``; ``None`` means
-    pooled (one row, used for every state whatever its distance).
+    pooled (one row, used for every state whatever its distance). ``lower``/``upper`` (same shape as
+    ``probs``, optional) bound each ``μ_k(y, x_e)``: the interval chain (`interval_chain.py`) uses them.
     """
 
     outcomes: tuple[Observation, ...]
     probs: np.ndarray
     bin_edges: tuple[tuple[float, float], ...] | None = None
     source: str = ""
+    lower: np.ndarray | None = None
+    upper: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         outcomes = tuple(tuple(o) for o in self.outcomes)
@@ -78,6 +81,25 @@ class ObservationModel:
                     raise VerificationError(f"{where}bin {i}: [{lo}, {hi}) overlaps or precedes the bin before it")
             object.__setattr__(self, "bin_edges", edges)
         object.__setattr__(self, "probs", _readonly(probs))
+        if (self.lower is None) != (self.upper is None):
+            raise VerificationError(f"{where}observation intervals need both lower and upper bounds")
+        if self.lower is not None and self.upper is not None:
+            lo = np.array(self.lower, dtype=np.float64).reshape(probs.shape)
+            hi = np.array(self.upper, dtype=np.float64).reshape(probs.shape)
+            tol = ROW_SUM_TOLERANCE
+            bad = ~(np.isfinite(lo) & np.isfinite(hi)) | (lo < 0) | (hi > 1 + tol) | (lo > probs + tol) | (hi < probs - tol)
+            if bad.any():
+                b, o = (int(i) for i in np.argwhere(bad)[0])
+                raise VerificationError(
+                    f"{where}interval [{float(lo[b, o])!r}, {float(hi[b, o])!r}] of {'/'.join(outcomes[o]) or '∅'} in "
+                    f"{self._bin_name(b)} does not hold its estimate {float(probs[b, o])!r} within [0, 1]"
+                )
+            object.__setattr__(self, "lower", _readonly(lo))
+            object.__setattr__(self, "upper", _readonly(hi))
+
+    @property
+    def has_intervals(self) -> bool:
+        return self.lower is not None
 
     @property
     def pooled(self) -> bool:
@@ -157,7 +179,7 @@ class MarkovChain:
         return self._storm[0]
 
 
-def _check_labels(labels: Mapping[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
+def check_labels(labels: Mapping[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for name, mask in labels.items():
         if name in RESERVED_LABELS:
@@ -171,11 +193,12 @@ def _check_labels(labels: Mapping[str, np.ndarray], n: int) -> dict[str, np.ndar
     return out
 
 
-def build_chain(system: AbstractSystem, observations: ObservationModel) -> MarkovChain:
-    """Algorithm 3: sum ``μ_k(y, x_e)`` over observations ``y`` leading to the same successor.
+def successor_table(system: AbstractSystem, observations: ObservationModel) -> tuple[np.ndarray, np.ndarray]:
+    """``(bins[s], succ[s, j])``: each state's distance bin and its controller successor ``K(s, y_j)``.
 
-    Raises `VerificationError` naming the state when a state has no bin, the controller leaves the
-    state space, or a row of the chain does not sum to 1 within 1e-12.
+    Everything Algorithm 3 needs besides the probabilities; shared by the point chain, the interval chain
+    and the posterior (one vectorised controller call per observation outcome). Raises `VerificationError`
+    naming the state when a state has no bin or the controller leaves the state space.
     """
     n = int(system.n_states)
     if n <= 0:
@@ -210,20 +233,60 @@ def build_chain(system: AbstractSystem, observations: ObservationModel) -> Marko
                 f"to {int(succ[s])}, outside the model's {n} states"
             )
         succ_all[:, j] = succ
-    p_all = observations.probs[bins]  # (n, m): μ_k(y_j, x_e) of each state's bin
+    return bins, succ_all
 
-    # O(s, s') per row: sort each row's m successors, then move the mass of equal neighbours onto the
-    # last of each run (no global sort; rows stay in order, columns ascend within a row)
-    order = np.argsort(succ_all, axis=1, kind="stable")
-    succ_all = np.take_along_axis(succ_all, order, axis=1)
-    p_all = np.take_along_axis(p_all, order, axis=1)
-    for j in range(1, m):
-        same = succ_all[:, j] == succ_all[:, j - 1]
-        p_all[same, j] += p_all[same, j - 1]
-        p_all[same, j - 1] = 0.0
+
+def merge_successors(succ: np.ndarray, *values: np.ndarray) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """O(s, s') per row: sum each ``values[i][s, j]`` over the observations ``j`` with the same successor.
+
+    Returns ``(order, succ_sorted, sums)``: per row the successors sorted (stable), and for each value array
+    the sums moved onto the last entry of each run of equal successors (0 elsewhere); rows stay in order,
+    columns ascend within a row (CSR order). No global sort.
+    """
+    order = np.argsort(succ, axis=1, kind="stable")
+    succ_sorted = np.take_along_axis(succ, order, axis=1)
+    sums = [np.take_along_axis(np.asarray(v, dtype=np.float64), order, axis=1) for v in values]
+    for j in range(1, succ.shape[1]):
+        same = succ_sorted[:, j] == succ_sorted[:, j - 1]
+        for v in sums:
+            v[same, j] += v[same, j - 1]
+            v[same, j - 1] = 0.0
+    return order, succ_sorted, sums
+
+
+def last_of_run(succ_sorted: np.ndarray) -> np.ndarray:
+    """Mask of the entries `merge_successors` keeps: the last of each run of equal successors in a row."""
+    keep = np.ones(succ_sorted.shape, dtype=bool)
+    keep[:, :-1] = succ_sorted[:, 1:] != succ_sorted[:, :-1]
+    return keep
+
+
+def csr_indptr(rows: np.ndarray, n: int) -> np.ndarray:
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    return indptr
+
+
+def initial_states(system: AbstractSystem) -> np.ndarray:
+    n = int(system.n_states)
+    init = np.unique(np.asarray(system.initial_states, dtype=np.int64))
+    if init.size == 0 or init[0] < 0 or init[-1] >= n:
+        raise VerificationError(f"initial states {list(system.initial_states)} are empty or outside 0..{n - 1}")
+    return init
+
+
+def build_chain(system: AbstractSystem, observations: ObservationModel) -> MarkovChain:
+    """Algorithm 3: sum ``μ_k(y, x_e)`` over observations ``y`` leading to the same successor.
+
+    Raises `VerificationError` naming the state when a state has no bin, the controller leaves the
+    state space, or a row of the chain does not sum to 1 within 1e-12.
+    """
+    n = int(system.n_states)
+    bins, succ_all = successor_table(system, observations)
+    _, succ_sorted, (p_all,) = merge_successors(succ_all, observations.probs[bins])  # μ_k(y_j, x_e) per state
     keep = p_all > 0
     rows = np.nonzero(keep)[0]
-    cols = succ_all[keep]
+    cols = succ_sorted[keep]
     vals = p_all[keep]
 
     sums = np.bincount(rows, weights=vals, minlength=n)
@@ -236,20 +299,28 @@ def build_chain(system: AbstractSystem, observations: ObservationModel) -> Marko
             f"{system.describe(s)} sum to {float(sums[s])!r}, not 1 (±{ROW_SUM_TOLERANCE:g}); its observations use "
             f"{where} — does the true environment's column have samples there? ({bad.size} states affected)"
         )
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
-
-    init = np.unique(np.asarray(system.initial_states, dtype=np.int64))
-    if init.size == 0 or init[0] < 0 or init[-1] >= n:
-        raise VerificationError(f"initial states {list(system.initial_states)} are empty or outside 0..{n - 1}")
     return MarkovChain(
-        indptr=_readonly(indptr),
+        indptr=_readonly(csr_indptr(rows, n)),
         indices=_readonly(cols),
         data=_readonly(vals),
-        labels=_check_labels(system.labels, n),
-        initial_states=_readonly(init),
+        labels=check_labels(system.labels, n),
+        initial_states=_readonly(initial_states(system)),
         describe=system.describe,
     )
+
+
+def storm_labeling(n: int, initial: np.ndarray, labels: Mapping[str, np.ndarray]) -> Any:
+    """A Storm ``StateLabeling`` with ``init`` (the initial states) and one label per boolean mask."""
+    import stormpy
+
+    labeling = stormpy.models.StateLabeling(n)
+    bitvector = stormpy.datastructures.BitVector
+    labeling.add_label("init")
+    labeling.set_states("init", bitvector(n, np.asarray(initial).tolist()))
+    for name, mask in labels.items():
+        labeling.add_label(name)
+        labeling.set_states(name, bitvector(n, np.flatnonzero(mask).tolist()))
+    return labeling
 
 
 def to_storm(chain: MarkovChain) -> Any:
@@ -260,12 +331,6 @@ def to_storm(chain: MarkovChain) -> Any:
     builder = stormpy.datastructures.SparseMatrixBuilder[float](n, n, chain.n_transitions, True, False, 0)
     builder.add_next_values(chain.rows().tolist(), chain.indices.tolist(), chain.data.tolist())
     matrix = builder.build()
-    labeling = stormpy.models.StateLabeling(n)
-    bitvector = stormpy.datastructures.BitVector
-    labeling.add_label("init")
-    labeling.set_states("init", bitvector(n, chain.initial_states.tolist()))
-    for name, mask in chain.labels.items():
-        labeling.add_label(name)
-        labeling.set_states(name, bitvector(n, np.flatnonzero(mask).tolist()))
+    labeling = storm_labeling(n, chain.initial_states, chain.labels)
     components = stormpy.models.SparseModelComponents[float](transition_matrix=matrix, state_labeling=labeling)
     return stormpy.models.SparseDtmc[float](components)

@@ -81,6 +81,27 @@ class PlotConfig(BaseModel):
     log_scale: bool = False
 
 
+class BoundsConfig(BaseModel):
+    """Interval DTMC bounds (Clopper–Pearson per column, Storm IDTMC MINIMIZE/MAXIMIZE)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    cyclic_horizon: int = Field(default=10_000, ge=1, description="bounded-until steps when the chain has cycles")
+
+
+class PosteriorConfig(BaseModel):
+    """Dirichlet posterior per confusion column; Monte Carlo credible interval of P(φ)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    draws: int = Field(default=1000, ge=10, le=1_000_000)
+    prior: PositiveFloat = Field(default=0.5, description="Dirichlet concentration per cell (0.5 = Jeffreys)")
+    level: float = Field(default=0.95, gt=0, lt=1, description="equal-tailed credible level")
+    seed: int = 0
+
+
 class VerificationConfig(BaseModel):
     """Sweep of the car–pedestrian chain over max speeds, initial speeds, variants, environments, specs."""
 
@@ -99,6 +120,9 @@ class VerificationConfig(BaseModel):
     beyond_last_bin: Literal["error", "last_bin"] = "error"
     export: Literal["none", "drn", "prism", "both"] = "none"
     plot: PlotConfig = Field(default_factory=PlotConfig)
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="interval chain: 1 - alpha/M Clopper-Pearson per cell")
+    bounds: BoundsConfig = Field(default_factory=BoundsConfig)
+    posterior: PosteriorConfig = Field(default_factory=PosteriorConfig)
 
     @field_validator("max_speeds", "initial_speeds")
     @classmethod

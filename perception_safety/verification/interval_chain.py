@@ -1,0 +1,105 @@
+"""The interval DTMC of Algorithm 3: each transition gets the sum of its observations' intervals (issue 13).
+
+``[Pr_lo(s, s'), Pr_hi(s, s')] = [Σ_{y ∈ O(s,s')} lo_k(y), min(1, Σ_{y ∈ O(s,s')} hi_k(y))]`` with the same
+``O(s, s')`` (controller successors) and bin ``k`` as the point chain. Controller-agnostic: any
+`AbstractSystem` whose `ObservationModel` carries ``lower``/``upper`` gets an interval chain. Handed to Storm
+as ``SparseDtmc[Interval]`` (an IDTMC) through ``SparseMatrixBuilder[Interval]``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perception_safety.verification.builder import (
+    ROW_SUM_TOLERANCE,
+    AbstractSystem,
+    ObservationModel,
+    _readonly,
+    check_labels,
+    csr_indptr,
+    initial_states,
+    last_of_run,
+    merge_successors,
+    storm_labeling,
+    successor_table,
+)
+from perception_safety.verification.errors import VerificationError
+
+
+@dataclass(frozen=True, eq=False)
+class IntervalChain:
+    """An interval DTMC as CSR arrays: transition ``e`` of row ``s`` lies in ``[lower[e], upper[e]]``."""
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    labels: Mapping[str, np.ndarray]
+    initial_states: np.ndarray
+    describe: Callable[[int], str] = field(default=str, compare=False, repr=False)
+
+    @property
+    def n_states(self) -> int:
+        return len(self.indptr) - 1
+
+    @property
+    def n_transitions(self) -> int:
+        return len(self.indices)
+
+    def rows(self) -> np.ndarray:
+        return np.repeat(np.arange(self.n_states, dtype=np.int64), np.diff(self.indptr))
+
+
+def build_interval_chain(system: AbstractSystem, observations: ObservationModel) -> IntervalChain:
+    """Algorithm 3 on intervals: merge the observations' intervals per successor, cap the upper sum at 1.
+
+    Keeps every transition with a positive upper bound (an observation never seen still has ``lower = 0``
+    and a positive upper bound, so the interval chain may have transitions the point chain lacks).
+    """
+    if not observations.has_intervals:
+        raise VerificationError(f"{observations.source or 'observation model'}: no lower/upper intervals given")
+    n = int(system.n_states)
+    bins, succ = successor_table(system, observations)
+    assert observations.lower is not None and observations.upper is not None
+    _, succ_sorted, (lo, hi) = merge_successors(succ, observations.lower[bins], observations.upper[bins])
+    keep = last_of_run(succ_sorted) & (hi > 0)
+    rows = np.nonzero(keep)[0]
+    lo, hi = lo[keep], np.minimum(hi[keep], 1.0)
+    lo_sum = np.bincount(rows, weights=lo, minlength=n)
+    hi_sum = np.bincount(rows, weights=hi, minlength=n)
+    bad = np.flatnonzero((lo_sum > 1 + ROW_SUM_TOLERANCE) | (hi_sum < 1 - ROW_SUM_TOLERANCE))
+    if bad.size:
+        s = int(bad[0])
+        raise VerificationError(
+            f"{observations.source + ': ' if observations.source else ''}intervals of state {system.describe(s)} "
+            f"admit no distribution: lower bounds sum to {float(lo_sum[s])!r}, upper bounds to {float(hi_sum[s])!r} "
+            f"({bad.size} states affected)"
+        )
+    return IntervalChain(
+        indptr=_readonly(csr_indptr(rows, n)),
+        indices=_readonly(succ_sorted[keep]),
+        lower=_readonly(lo),
+        upper=_readonly(hi),
+        labels=check_labels(system.labels, n),
+        initial_states=_readonly(initial_states(system)),
+        describe=system.describe,
+    )
+
+
+def interval_storm_model(chain: IntervalChain, labels: Mapping[str, np.ndarray] | None = None) -> Any:
+    """The chain as ``stormpy.SparseDtmc[Interval]`` (IDTMC) with ``labels`` (default: the chain's own)."""
+    import stormpy
+
+    n = chain.n_states
+    interval = stormpy.Interval
+    builder = stormpy.datastructures.SparseMatrixBuilder[interval](n, n, chain.n_transitions, True, False, 0)
+    values = [interval(a, b) for a, b in zip(chain.lower.tolist(), chain.upper.tolist(), strict=True)]
+    builder.add_next_values(chain.rows().tolist(), chain.indices.tolist(), values)
+    labeling = storm_labeling(n, chain.initial_states, chain.labels if labels is None else labels)
+    components = stormpy.models.SparseModelComponents[interval](transition_matrix=builder.build(),
+                                                               state_labeling=labeling)
+    return stormpy.models.SparseDtmc[interval](components)

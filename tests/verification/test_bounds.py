@@ -1,0 +1,204 @@
+"""Storm's interval bounds against an independent robust value iteration written here (numpy), to 1e-9."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perception_safety.evaluation.confusion.io import load_matrices
+from perception_safety.evaluation.intervals import clopper_pearson
+from perception_safety.verification.bounds import spec_bounds
+from perception_safety.verification.builder import AbstractSystem, ObservationModel, build_chain
+from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
+from perception_safety.verification.counted import CountedObservations
+from perception_safety.verification.errors import VerificationError
+from perception_safety.verification.interval_chain import (
+    IntervalChain,
+    build_interval_chain,
+    interval_storm_model,
+)
+from perception_safety.verification.specs import BUILTIN_SPECS, check
+
+from .conftest import REFERENCE
+
+
+def robust_step(lo: np.ndarray, hi: np.ndarray, x: np.ndarray, maximise: bool) -> np.ndarray:
+    """One Bellman step: per row, the extreme of Σ p x over {lo ≤ p ≤ hi, Σ p = 1} (greedy on sorted x)."""
+    out = np.empty(len(x))
+    order = np.argsort(-x if maximise else x, kind="stable")
+    for s in range(len(x)):
+        p = lo[s].copy()
+        budget = 1.0 - p.sum()
+        for t in order:
+            add = min(hi[s, t] - lo[s, t], budget)
+            p[t] += add
+            budget -= add
+        out[s] = p @ x
+    return out
+
+
+def robust_until(lo, hi, hold, goal, maximise, iterations=20_000):
+    """Least fixed point of the robust Bellman operator for P(hold U goal), iterated from 0."""
+    x = goal.astype(float)
+    for _ in range(iterations):
+        new = np.where(goal, 1.0, np.where(hold, robust_step(lo, hi, x, maximise), 0.0))
+        if np.max(np.abs(new - x)) < 1e-14:
+            break
+        x = new
+    return x
+
+
+def robust_globally(lo, hi, safe, maximise, iterations=20_000):
+    """Greatest fixed point for P(G safe), iterated from 1 (no complement trick)."""
+    y = safe.astype(float)
+    for _ in range(iterations):
+        new = np.where(safe, robust_step(lo, hi, y, maximise), 0.0)
+        if np.max(np.abs(new - y)) < 1e-14:
+            break
+        y = new
+    return y
+
+
+def random_chain(rng, n, cyclic=False):
+    """Forward edges (plus self-loops when ``cyclic``), the last two states absorbing; some lower bounds 0."""
+    lo, hi = np.zeros((n, n)), np.zeros((n, n))
+    for s in range(n - 2):
+        k = rng.integers(1, 4)
+        succ = rng.choice(np.arange(s + 1, n), size=min(k, n - s - 1), replace=False)
+        p = rng.dirichlet(np.ones(len(succ)))
+        if cyclic and rng.random() < 0.6:
+            loop = rng.uniform(0, 0.5)
+            succ, p = np.append(succ, s), np.append(p * (1 - loop), loop)
+        width = rng.uniform(0, 0.25, len(succ))
+        lo[s, succ] = np.where(rng.random(len(succ)) < 0.4, 0.0, np.clip(p - width, 0, 1))
+        hi[s, succ] = np.clip(p + width, 0, 1)
+        hi[s, s] = min(hi[s, s], 0.7)  # p[s, s] <= 0.5: paths leave a self-loop geometrically fast
+    for s in (n - 2, n - 1):
+        lo[s, s] = hi[s, s] = 1.0
+    rows, cols = np.nonzero(hi > 0)
+    labels = {"a": rng.random(n) < 0.8, "g": np.zeros(n, dtype=bool)}
+    labels["g"][n - 1] = True
+    labels["g"][rng.integers(0, n - 2)] = True
+    chain = IntervalChain(
+        indptr=np.searchsorted(rows, np.arange(n + 1)), indices=cols, lower=lo[rows, cols], upper=hi[rows, cols],
+        labels=labels, initial_states=np.array([0]),
+    )
+    return chain, lo, hi
+
+
+FORMULAS = {
+    "reach": 'P=? [F "g"]',
+    "until": 'P=? ["a" U "g"]',
+    "safe": 'P=? [G !"g"]',
+    "conj": 'P=? [(G "a") & (G !"g" | "a")]',
+}
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("cyclic", [False, True])
+def test_storm_bounds_equal_independent_robust_value_iteration(seed, cyclic):
+    rng = np.random.default_rng(seed)
+    chain, lo, hi = random_chain(rng, 9, cyclic)
+    bounds = spec_bounds(chain, FORMULAS, horizon=4000)
+    a, g = chain.labels["a"], chain.labels["g"]
+    everywhere = np.ones(len(a), dtype=bool)
+    expected = {
+        "reach": (robust_until(lo, hi, everywhere, g, False), robust_until(lo, hi, everywhere, g, True)),
+        "until": (robust_until(lo, hi, a, g, False), robust_until(lo, hi, a, g, True)),
+        "safe": (robust_globally(lo, hi, ~g, False), robust_globally(lo, hi, ~g, True)),
+        "conj": (robust_globally(lo, hi, a & (~g | a), False), robust_globally(lo, hi, a & (~g | a), True)),
+    }
+    for name, (want_lo, want_hi) in expected.items():
+        b = bounds[name]
+        assert b.exact or cyclic
+        np.testing.assert_allclose(b.lower, want_lo, atol=1e-9, err_msg=name)
+        np.testing.assert_allclose(b.upper, want_hi, atol=1e-9, err_msg=name)
+        assert b.residual < 1e-12
+
+
+def test_acyclic_bounds_use_the_exact_depth_and_short_cyclic_horizons_stay_sound():
+    rng = np.random.default_rng(11)
+    chain, lo, hi = random_chain(rng, 10, cyclic=False)
+    b = spec_bounds(chain, {"reach": 'P=? [F "g"]'})["reach"]
+    assert b.exact and b.residual == 0.0 and b.horizon <= chain.n_states
+    chain, lo, hi = random_chain(np.random.default_rng(3), 10, cyclic=True)
+    everywhere = np.ones(10, dtype=bool)
+    truth_lo = robust_until(lo, hi, everywhere, chain.labels["g"], False)
+    truth_hi = robust_until(lo, hi, everywhere, chain.labels["g"], True)
+    b = spec_bounds(chain, {"reach": 'P=? [F "g"]'}, horizon=3)["reach"]
+    assert not b.exact and b.residual > 0
+    assert np.all(b.lower <= truth_lo + 1e-12) and np.all(b.upper >= truth_hi - 1e-12)
+
+
+def test_storm_refuses_unbounded_until_with_zero_lower_bounds():
+    """Why the bounded formulation exists: Storm 2.0 needs graph preservation for unbounded until."""
+    import stormpy
+
+    chain, _, _ = random_chain(np.random.default_rng(0), 6)
+    assert (chain.lower == 0).any()
+    model = interval_storm_model(chain)
+    prop = stormpy.parse_properties('P=? [F "g"]')[0]
+    with pytest.raises(RuntimeError, match="graph-preservation"):
+        stormpy.model_checking(model, prop, uncertainty_resolution_mode=stormpy.UncertaintyResolutionMode.MINIMIZE)
+
+
+def test_unsupported_formula_shapes_are_named_not_guessed():
+    chain, _, _ = random_chain(np.random.default_rng(1), 6)
+    out = spec_bounds(chain, {"next": 'P=? [X "g"]', "bad": 'P=? [F "nope"]', "ok": 'P=? [F "g"]'})
+    assert isinstance(out["next"], VerificationError) and "F, G, U" in str(out["next"]) or "unexpected" in str(
+        out["next"])
+    assert isinstance(out["bad"], VerificationError) and "unknown label 'nope'" in str(out["bad"])
+    assert not isinstance(out["ok"], VerificationError)
+
+
+def two_state_system() -> tuple[AbstractSystem, ObservationModel]:
+    def k(states, obs):
+        return np.where(obs == ("go",), np.minimum(states + 1, 2), states)
+
+    system = AbstractSystem(3, k, lambda s: np.zeros(len(s)), {"end": np.arange(3) == 2}, [0])
+    obs = ObservationModel((("go",), ("stay",), ("also_go",)), [0.5, 0.5, 0.0], None, "toy",
+                           lower=[0.3, 0.2, 0.0], upper=[0.7, 0.6, 0.2])
+    return system, obs
+
+
+def test_interval_chain_sums_intervals_per_successor_and_caps_at_one():
+    system, obs = two_state_system()
+    k = system.controller
+    system = AbstractSystem(3, lambda s, o: np.where(o == ("stay",), s, k(s, ("go",))), system.distance_m,
+                            system.labels, [0])
+    obs = ObservationModel(obs.outcomes, obs.probs, None, "toy", lower=obs.lower, upper=[0.7, 0.6, 0.5])
+    chain = build_interval_chain(system, obs)
+    # state 0: go and also_go both lead to 1: [0.3 + 0, min(1, 0.7 + 0.5)]; stay: [0.2, 0.6]
+    assert list(chain.indices[:2]) == [0, 1]
+    np.testing.assert_allclose(chain.lower[:2], [0.2, 0.3])
+    np.testing.assert_allclose(chain.upper[:2], [0.6, 1.0])
+    # the never-seen observation keeps its transition in the interval chain (lower 0, upper > 0)
+    point = build_chain(system, ObservationModel(obs.outcomes, [0.5, 0.5, 0.0], None))
+    assert chain.n_transitions == point.n_transitions  # same successors here; values differ
+
+
+def test_interval_outside_estimate_is_rejected():
+    with pytest.raises(VerificationError, match="does not hold its estimate"):
+        ObservationModel((("a",), ("b",)), [0.5, 0.5], None, "toy", lower=[0.6, 0.1], upper=[0.9, 0.9])
+
+
+@pytest.fixture(scope="module")
+def confusion():
+    return load_matrices(REFERENCE)
+
+
+def test_reference_v1_band_is_clopper_pearson_of_bin0_ped_given_ped(confusion):
+    g = Geometry.reference(1)
+    system = car_pedestrian_system(g, {"ped": True, "obs": False}, [1])
+    counted = CountedObservations.for_class(confusion.counts("class"), confusion.class_labels, ["ped"],
+                                            confusion.bin_edges)
+    assert counted.comparisons == 3
+    obs = counted.model(0.05)
+    b = spec_bounds(build_interval_chain(system, obs), {"phi": BUILTIN_SPECS["phi"]})["phi"]
+    lo, hi = clopper_pearson(31, 158, 0.05 / 3)
+    s0 = g.index(1, 1)
+    assert b.exact
+    assert b.lower[s0] == pytest.approx(float(lo), abs=1e-12)
+    assert b.upper[s0] == pytest.approx(float(hi), abs=1e-12)
+    p = check(build_chain(system, obs), BUILTIN_SPECS["phi"])[s0]
+    assert p == pytest.approx(31 / 158, abs=1e-12) and lo < p < hi
