@@ -8,6 +8,7 @@ probability), ``OUT/verification.csv``, ``OUT/verification.png`` (Fig. 8 style) 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,11 @@ def run(args: argparse.Namespace) -> int:
     print(f"controller: {sweep_controller_name(cfg)}")
     print(f"{len(sweep.results)} probabilities from {len(sweep.chains)} chains (largest {n_states} states); "
           f"wrote {', '.join(str(args.out / w) for w in written)}")
+    spec = cfg.plot.spec if cfg.plot.spec in sweep.specs else next(iter(sweep.specs))
+    for line in summary_lines(sweep.results, cfg.plot.true_env, spec, max(cfg.max_speeds), cfg.alpha):
+        print(line)
+    for warning in sweep.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 
@@ -131,3 +137,19 @@ def _write_controller(cfg: Any, path: Path) -> int:
     write_policy(path, for_each, geometries)
     print(f"wrote {path}: {resolved.name} for max speeds {cfg.max_speeds}")
     return 0
+
+
+def summary_lines(results: Any, env: str, spec: str, max_speed: int, alpha: float) -> list[str]:
+    """``P(spec) = p [lower, upper]`` per variant and initial speed at the largest V (the bounds' meaning first)."""
+    rows = [r for r in results if r["true_env"] == env and r["spec"] == spec and r["max_speed"] == max_speed]
+    if not rows:
+        return []
+    out = [f"P({spec}) with true environment '{env}', V = {max_speed}: point [interval-chain lower, upper] "
+           f"(Clopper-Pearson, joint {1 - alpha:g} per column)"
+           + ("; posterior credible interval" if any("posterior_lower" in r for r in rows) else "")]
+    for r in rows:
+        band = "" if r.get("lower") is None else f" [{r['lower']:.4g}, {r['upper']:.4g}]"
+        post = "" if r.get("posterior_lower") is None else \
+            f"  posterior [{r['posterior_lower']:.4g}, {r['posterior_upper']:.4g}]"
+        out.append(f"  {r['variant']:<18} v0={r['initial_speed']}: {r['probability']:.4g}{band}{post}")
+    return out

@@ -23,11 +23,13 @@ TITLES = {
 
 
 def curves(results: Iterable[Mapping[str, Any]], variant: str, true_env: str, spec: str) -> dict[int, list[tuple]]:
-    """``{max_speed: [(initial_speed, probability), ...]}`` sorted by initial speed."""
+    """``{max_speed: [(initial_speed, probability, lower, upper), ...]}`` sorted by initial speed (bounds None
+    when not computed)."""
     out: dict[int, list[tuple]] = {}
     for r in results:
         if r["variant"] == variant and r["true_env"] == true_env and r["spec"] == spec:
-            out.setdefault(int(r["max_speed"]), []).append((int(r["initial_speed"]), float(r["probability"])))
+            out.setdefault(int(r["max_speed"]), []).append(
+                (int(r["initial_speed"]), float(r["probability"]), r.get("lower"), r.get("upper")))
     return {v: sorted(pts) for v, pts in sorted(out.items())}
 
 
@@ -39,7 +41,12 @@ def draw_variant(
     for V, pts in data.items():
         if log_scale:
             pts = [p for p in pts if p[1] > 0]
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, linewidth=1.2, label=f"V={V}")
+        (line,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, linewidth=1.2,
+                          label=f"V={V}")
+        band = [p for p in pts if p[2] is not None and p[3] is not None and (not log_scale or p[2] > 0)]
+        if band:  # the interval chain's [lower, upper] (Storm IDTMC), same colour, translucent
+            ax.fill_between([p[0] for p in band], [p[2] for p in band], [p[3] for p in band],
+                            color=line.get_color(), alpha=0.15, linewidth=0)
     ax.set_title(TITLES.get(variant, variant), fontsize=10)
     ax.set_xlabel("initial speed v0 (cells/step)")
     ax.set_ylabel(f"P(s0 ⊨ {spec})")
@@ -70,7 +77,9 @@ def plot_satisfaction(
         draw_variant(ax, results, variant, true_env, spec, log_scale)
     for ax in axes[len(variants):]:
         ax.set_visible(False)
-    fig.suptitle(f"Satisfaction probability, true environment '{true_env}', spec '{spec}'")
+    banded = any(r.get("lower") is not None for r in results)
+    fig.suptitle(f"Satisfaction probability, true environment '{true_env}', spec '{spec}'"
+                 + ("\n(shaded: interval-chain bounds [lower, upper])" if banded else ""))
     path = Path(path)
     fig.savefig(path, dpi=120)
     return path

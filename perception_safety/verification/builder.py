@@ -87,7 +87,8 @@ class ObservationModel:
             lo = np.array(self.lower, dtype=np.float64).reshape(probs.shape)
             hi = np.array(self.upper, dtype=np.float64).reshape(probs.shape)
             tol = ROW_SUM_TOLERANCE
-            bad = ~(np.isfinite(lo) & np.isfinite(hi)) | (lo < 0) | (hi > 1 + tol) | (lo > probs + tol) | (hi < probs - tol)
+            bad = ~(np.isfinite(lo) & np.isfinite(hi)) | (lo < 0) | (hi > 1 + tol)
+            bad |= (lo > probs + tol) | (hi < probs - tol)
             if bad.any():
                 b, o = (int(i) for i in np.argwhere(bad)[0])
                 raise VerificationError(

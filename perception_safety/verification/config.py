@@ -84,7 +84,7 @@ class PlotConfig(BaseModel):
 class BoundsConfig(BaseModel):
     """Interval DTMC bounds (Clopper–Pearson per column, Storm IDTMC MINIMIZE/MAXIMIZE)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     enabled: bool = True
     cyclic_horizon: int = Field(default=10_000, ge=1, description="bounded-until steps when the chain has cycles")
@@ -93,7 +93,7 @@ class BoundsConfig(BaseModel):
 class PosteriorConfig(BaseModel):
     """Dirichlet posterior per confusion column; Monte Carlo credible interval of P(φ)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     enabled: bool = True
     draws: int = Field(default=1000, ge=10, le=1_000_000)

@@ -75,7 +75,8 @@ class CountedObservations:
     def intervals(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` per ``[bin, outcome]`` at joint level ``1 − alpha`` per column set (Bonferroni)."""
         n = self.counts.sum(axis=1, keepdims=True)  # [bin, 1, true]
-        lo, hi = clopper_pearson(self.counts, np.broadcast_to(n, self.counts.shape), bonferroni(alpha, self.comparisons))
+        level = bonferroni(alpha, self.comparisons)
+        lo, hi = clopper_pearson(self.counts, np.broadcast_to(n, self.counts.shape), level)
         return outcome_probs(lo, self.cells), outcome_probs(hi, self.cells)
 
     def model(self, alpha: float | None = None) -> ObservationModel:

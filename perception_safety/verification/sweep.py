@@ -17,13 +17,15 @@ from typing import Any
 import numpy as np
 
 from perception_safety.evaluation.confusion.types import DistanceConfusion
+from perception_safety.verification.bounds import SpecBounds, spec_bounds
 from perception_safety.verification.builder import AbstractSystem, MarkovChain, ObservationModel, build_chain
 from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
 from perception_safety.verification.config import GeometryConfig, TrueEnvConfig, VerificationConfig
 from perception_safety.verification.controllers import ResolvedController, resolve_controller, state_controller
+from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.export import export_drn, export_prism_explicit
-from perception_safety.verification.observations import class_observations, prop_observations
+from perception_safety.verification.interval_chain import build_interval_chain
 from perception_safety.verification.specs import check, resolve_specs
 
 FORMAT = "perception_safety.verification/1"
@@ -31,11 +33,15 @@ FORMAT = "perception_safety.verification/1"
 
 @dataclass(frozen=True)
 class SweepResult:
-    """``results``: one record per (variant, true_env, spec, max_speed, initial_speed); ``chains``: sizes/times."""
+    """``results``: one record per (variant, true_env, spec, max_speed, initial_speed) with ``probability``,
+    ``lower``/``upper`` (interval chain, None when off or not computable) and ``posterior_*``; ``chains``:
+    sizes/times; ``warnings``: what the numbers cannot be read without.
+    """
 
     results: tuple[dict[str, Any], ...]
     chains: tuple[dict[str, Any], ...]
     specs: dict[str, str]
+    warnings: tuple[str, ...] = ()
 
 
 def geometry_for(max_speed: int, cfg: GeometryConfig) -> Geometry:
@@ -51,21 +57,30 @@ def geometry_for(max_speed: int, cfg: GeometryConfig) -> Geometry:
     )
 
 
-def observation_model(
+def counted_observations(
     confusion: DistanceConfusion, variant: str, env: TrueEnvConfig, beyond_last_bin: str = "error",
     name: str | None = None,
-) -> ObservationModel:
-    """μ_k(·, x_e) of one variant for one true environment (eqs. 5, 8, 9)."""
+) -> CountedObservations:
+    """The counts behind μ_k(·, x_e) of one variant for one true environment (eqs. 5, 8, 9)."""
     kind = "class" if variant.startswith("class") else "prop"
     pooled = not variant.endswith("_by_distance")
-    probs = confusion.probabilities(kind, pooled=pooled)
+    counts = confusion.counts(kind, pooled=pooled)
     edges: list[tuple[float, float]] | None = None if pooled else list(confusion.bin_edges)
     if edges is not None and beyond_last_bin == "last_bin":
         edges[-1] = (edges[-1][0], float("inf"))
     source = f"{name or confusion.source or 'matrices'} [{variant}]"
     if kind == "class":
-        return class_observations(probs, confusion.class_labels, env.class_objects, edges, source)
-    return prop_observations(probs, confusion.prop_labels, env.prop, edges, confusion.empty_label, source)
+        return CountedObservations.for_class(counts, confusion.class_labels, env.class_objects, edges, source)
+    return CountedObservations.for_prop(counts, confusion.prop_labels, env.prop, edges, confusion.empty_label,
+                                        source)
+
+
+def observation_model(
+    confusion: DistanceConfusion, variant: str, env: TrueEnvConfig, beyond_last_bin: str = "error",
+    name: str | None = None, alpha: float | None = None,
+) -> ObservationModel:
+    """μ_k(·, x_e) of one variant for one true environment; with ``alpha``, its Clopper–Pearson intervals."""
+    return counted_observations(confusion, variant, env, beyond_last_bin, name).model(alpha)
 
 
 def env_labels(
@@ -133,28 +148,38 @@ def run_sweep(
     controller = resolve_controller(cfg.controller)
     results: list[dict[str, Any]] = []
     chains: list[dict[str, Any]] = []
+    warnings: list[str] = []
     for variant in cfg.variants:
         for env_name in cfg.true_envs:
+            counted = counted_observations(confusion, variant, cfg.true_envs[env_name], cfg.beyond_last_bin, name)
+            obs = counted.model(cfg.alpha if cfg.bounds.enabled else None)
             for V in cfg.max_speeds:
                 t0 = time.perf_counter()
-                g, chain = build_variant_chain(confusion, cfg, variant, env_name, V, name, controller)
+                g, system = car_system(confusion, cfg, variant, env_name, V, controller)
+                chain = build_chain(system, obs)
                 chain.storm_model()
                 t1 = time.perf_counter()
                 starts = [int(s) for s in chain.initial_states]
-                for spec_name, formula in specs.items():
-                    values = check(chain, formula)
-                    for s in starts:
-                        _, v0 = g.cell_speed(np.array([s]))
+                _, v0 = g.cell_speed(np.array(starts))
+                values = {spec_name: check(chain, formula) for spec_name, formula in specs.items()}
+                t2 = time.perf_counter()
+                where = f"{variant}/{env_name}/V={V}"
+                bounds, info = chain_bounds(system, obs, specs, cfg, where, warnings)
+                t3 = time.perf_counter()
+                for spec_name in specs:
+                    b = bounds.get(spec_name)
+                    for s, v in zip(starts, v0.tolist(), strict=True):
                         results.append({
                             "variant": variant, "true_env": env_name, "spec": spec_name, "max_speed": V,
-                            "initial_speed": int(v0[0]), "probability": float(values[s]),
+                            "initial_speed": int(v), "probability": float(values[spec_name][s]),
+                            "lower": None if b is None else float(b.lower[s]),
+                            "upper": None if b is None else float(b.upper[s]),
                         })
-                t2 = time.perf_counter()
                 chains.append({
                     "variant": variant, "true_env": env_name, "max_speed": V, "n_states": chain.n_states,
                     "n_transitions": chain.n_transitions, "road_cells": g.road_cells, "stop_cell": g.stop_cell,
-                    "crosswalk_cell": g.crosswalk_cell, "build_seconds": round(t1 - t0, 6),
-                    "check_seconds": round(t2 - t1, 6),
+                    "crosswalk_cell": g.crosswalk_cell, **info, "build_seconds": round(t1 - t0, 6),
+                    "check_seconds": round(t2 - t1, 6), "bounds_seconds": round(t3 - t2, 6),
                 })
                 if export_dir is not None and cfg.export != "none":
                     stem = Path(export_dir) / f"{variant}_{env_name}_V{V}"
@@ -162,7 +187,29 @@ def run_sweep(
                         export_drn(chain, stem.with_suffix(".drn"))
                     if cfg.export in ("prism", "both"):
                         export_prism_explicit(chain, stem)
-    return SweepResult(tuple(results), tuple(chains), specs)
+    return SweepResult(tuple(results), tuple(chains), specs, tuple(dict.fromkeys(warnings)))
+
+
+def chain_bounds(
+    system: AbstractSystem, obs: ObservationModel, specs: dict[str, str], cfg: VerificationConfig, where: str,
+    warnings: list[str],
+) -> tuple[dict[str, SpecBounds], dict[str, Any]]:
+    """Interval chain + Storm bounds of every spec; unsupported specs and widened bounds become warnings."""
+    if not cfg.bounds.enabled:
+        return {}, {}
+    ichain = build_interval_chain(system, obs)
+    out: dict[str, SpecBounds] = {}
+    for spec_name, b in spec_bounds(ichain, specs, cfg.bounds.cyclic_horizon).items():
+        if isinstance(b, VerificationError):
+            warnings.append(f"spec {spec_name!r}: no interval bounds ({b})")
+            continue
+        if not b.exact and b.residual > 1e-9:
+            warnings.append(f"{where}, spec {spec_name!r}: the chain has cycles; bounds are sound but widened by "
+                            f"{b.residual:.3g} (probability mass still undecided after {b.horizon} steps)")
+        out[spec_name] = b
+    horizons = {name: b.horizon for name, b in out.items()}
+    return out, {"interval_transitions": ichain.n_transitions, "bounds_horizon": max(horizons.values(), default=0),
+                 "bounds_exact": all(b.exact for b in out.values())}
 
 
 def to_json_dict(sweep: SweepResult, matrices: str, confusion: DistanceConfusion,
@@ -176,9 +223,22 @@ def to_json_dict(sweep: SweepResult, matrices: str, confusion: DistanceConfusion
         "model": "car-pedestrian (DESIGN.md): N = V(V+1)/2 + 4, k = V(V+1)/2 + 1, crosswalk k + 1 unless configured",
         "controller": resolve_controller(cfg.controller).name,
         "specs": sweep.specs,
+        "bounds": bounds_description(cfg),
         "config": cfg.model_dump(by_alias=True),
         "results": list(sweep.results),
         "chains": list(sweep.chains),
+        "warnings": list(sweep.warnings),
+    }
+
+
+def bounds_description(cfg: VerificationConfig) -> dict[str, Any]:
+    """What ``lower``/``upper`` mean, for readers of verification.json (docs/verification.md, "Bounds")."""
+    return {
+        "enabled": cfg.bounds.enabled,
+        "alpha": cfg.alpha,
+        "method": "interval DTMC: per bin and true column, two-sided Clopper-Pearson interval of each P(obs | env) "
+                  "at 1 - alpha/M (M = cells of the column, Bonferroni); transition interval = sum over observations "
+                  "with the same controller successor, capped at 1; lower/upper = Storm IDTMC MINIMIZE/MAXIMIZE",
     }
 
 
@@ -188,13 +248,19 @@ def write_json(path: str | Path, document: dict[str, Any]) -> Path:
     return path
 
 
+KEY_COLUMNS = ("variant", "true_env", "spec", "max_speed", "initial_speed")
+VALUE_COLUMNS = ("probability", "lower", "upper", "posterior_lower", "posterior_upper", "posterior_mean")
+
+
 def write_csv(path: str | Path, results: tuple[dict[str, Any], ...]) -> Path:
-    """``variant,true_env,spec,max_speed,initial_speed,probability`` (probability with 17 significant digits)."""
+    """``variant,true_env,spec,max_speed,initial_speed,probability,lower,upper,posterior_*`` (17 significant
+    digits; an empty cell where a bound was not computed; posterior columns only when computed)."""
     path = Path(path)
-    cols = ["variant", "true_env", "spec", "max_speed", "initial_speed", "probability"]
+    cols = [c for c in VALUE_COLUMNS if not c.startswith("posterior") or any(c in r for r in results)]
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
-        w.writerow(cols)
+        w.writerow([*KEY_COLUMNS, *cols])
         for r in results:
-            w.writerow([*(r[c] for c in cols[:-1]), f"{r['probability']:.17g}"])
+            vals = [r.get(c) for c in cols]
+            w.writerow([*(r[c] for c in KEY_COLUMNS), *("" if v is None else f"{v:.17g}" for v in vals)])
     return path

@@ -72,6 +72,10 @@ def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
     }
     assert got_v.keys() == expected.keys() and len(got_v) > 0
     assert all(got_v[k] == pytest.approx(v, abs=1e-12) for k, v in expected.items())
+    # every probability carries its interval-chain bounds (issue 13 item 2)
+    for r in res["verification"]["results"]:
+        assert r["lower"] - 1e-12 <= r["probability"] <= r["upper"] + 1e-12, r
+    assert res["verification"]["bounds"]["alpha"] == cfg.verification.alpha
     spec = load_evaluate_spec("stop_region", cfg)
     oracle = run_oracle(spec, frames, cfg.bbsl).to_dict()
     assert res["bbsl"]["stop_region"]["table3"] == oracle["table3"]

@@ -14,7 +14,7 @@ RECORDS = [
 
 def test_curves_select_and_sort():
     c = curves(RECORDS, "class", "ped", "phi")
-    assert c == {1: [(1, 0.5)], 2: [(1, 0.5), (2, 0.25)]}
+    assert c == {1: [(1, 0.5, None, None)], 2: [(1, 0.5, None, None), (2, 0.25, None, None)]}
     assert curves(RECORDS, "prop", "ped", "phi") == {}
 
 
@@ -39,3 +39,16 @@ def test_log_scale_drops_zeros():
     draw_variant(ax, records, "class", "ped", "phi", log_scale=True)
     assert ax.get_yscale() == "log"
     assert [list(line.get_ydata()) for line in ax.get_lines()] == [[0.5], [0.5, 0.25], []]
+
+
+def test_band_drawn_from_lower_and_upper():
+    records = [{**r, "lower": r["probability"] / 2, "upper": min(1.0, r["probability"] * 1.5)} for r in RECORDS]
+    ax = Figure().subplots()
+    draw_variant(ax, records, "class", "ped", "phi")
+    bands = ax.collections
+    assert len(bands) == 2  # one shaded band per max speed
+    ys = sorted(bands[1].get_paths()[0].vertices[:, 1].tolist())
+    assert min(ys) == 0.125 and max(ys) == 0.75
+    plain = Figure().subplots()
+    draw_variant(plain, RECORDS, "class", "ped", "phi")
+    assert not plain.collections

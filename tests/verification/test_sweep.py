@@ -32,7 +32,8 @@ def test_reference_sweep_records_and_paper_trends(confusion, reference):
     sweep = run_sweep(confusion, cfg)
     # 4 variants x 3 envs x 5 specs x (1 + 4) initial speeds
     assert len(sweep.results) == 4 * 3 * 5 * 5
-    assert set(sweep.results[0]) == {"variant", "true_env", "spec", "max_speed", "initial_speed", "probability"}
+    assert set(sweep.results[0]) >= {"variant", "true_env", "spec", "max_speed", "initial_speed", "probability",
+                                     "lower", "upper"}
     # V = 1: stop probability with a pedestrian = P(ped | ped) of bin [0, 10) for the by-distance variants
     for variant, kind in (("class_by_distance", "class"), ("prop_by_distance", "prop")):
         (r,) = pick(sweep.results, variant=variant, true_env="ped", spec="stop_at_k", max_speed=1)
@@ -56,6 +57,29 @@ def test_reference_sweep_records_and_paper_trends(confusion, reference):
     for r in pick(sweep.results, true_env="empty", spec="phi1"):
         assert r["probability"] == pytest.approx(1.0, abs=1e-12)
     assert len(sweep.chains) == 4 * 3 * 2 and sweep.chains[0]["n_states"] == 2 * 5
+
+
+def test_reference_point_estimate_inside_every_band_and_v1_band_is_clopper_pearson(confusion):
+    from perception_safety.evaluation.intervals import clopper_pearson
+
+    cfg = VerificationConfig(max_speeds=[1, 3, 5], posterior={"enabled": False})
+    sweep = run_sweep(confusion, cfg)
+    assert len(sweep.results) == 4 * 3 * 5 * 9 and not sweep.warnings
+    for r in sweep.results:
+        assert r["lower"] - 1e-12 <= r["probability"] <= r["upper"] + 1e-12, r
+    assert any(r["upper"] - r["lower"] > 0.05 for r in sweep.results)
+    lo, hi = clopper_pearson(31, 158, 0.05 / 3)
+    for spec in ("stop_at_k", "phi"):
+        (r,) = pick(sweep.results, variant="class_by_distance", true_env="ped", spec=spec, max_speed=1)
+        assert (r["lower"], r["upper"]) == (pytest.approx(float(lo), abs=1e-12), pytest.approx(float(hi), abs=1e-12))
+    assert all(c["bounds_exact"] for c in sweep.chains)
+
+
+def test_bounds_can_be_switched_off(confusion):
+    cfg = VerificationConfig(max_speeds=[2], variants=["prop"], bounds={"enabled": False},
+                             posterior={"enabled": False})
+    sweep = run_sweep(confusion, cfg)
+    assert all(r["lower"] is None and r["upper"] is None for r in sweep.results)
 
 
 def test_zero_column_is_reported_not_nan(reference):
@@ -118,10 +142,11 @@ def test_config_errors_name_file_and_key(tmp_path):
 
 def test_csv_has_full_precision(tmp_path):
     rows = ({"variant": "class", "true_env": "ped", "spec": "phi", "max_speed": 1, "initial_speed": 1,
-             "probability": 1 / 3},)
+             "probability": 1 / 3, "lower": 0.1, "upper": None},)
     text = write_csv(tmp_path / "v.csv", rows).read_text().splitlines()
-    assert text[0] == "variant,true_env,spec,max_speed,initial_speed,probability"
-    assert float(text[1].split(",")[-1]) == 1 / 3
+    assert text[0] == "variant,true_env,spec,max_speed,initial_speed,probability,lower,upper"
+    assert float(text[1].split(",")[-3]) == 1 / 3
+    assert text[1].endswith(",0.10000000000000001,")  # a bound not computed is an empty cell
 
 
 def test_shipped_config_is_the_default():

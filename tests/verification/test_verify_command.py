@@ -34,7 +34,12 @@ def test_verify_writes_results_for_every_initial_speed(tmp_path, capsys):
     assert (out / "verification.csv").exists() and (out / "verification.png").stat().st_size > 1000
     assert (out / "chains" / "prop_by_distance_ped_V3.drn").exists()
     assert (out / "chains" / "class_obs_V3.tra").exists()
-    assert "probabilities from 12 chains" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "probabilities from 12 chains" in printed
+    # bounds printed beside every point estimate of the plotted spec (V = 1 band: Clopper-Pearson of 31/158)
+    assert "class_by_distance  v0=1: 0.1962 [0.1264, 0.2827]" in printed
+    assert all(set(r) >= {"probability", "lower", "upper"} for r in doc["results"])
+    assert doc["bounds"]["alpha"] == 0.05 and doc["warnings"] == []
 
 
 def test_verify_custom_formula_and_errors(tmp_path, capsys):

@@ -28,6 +28,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     chains: list[dict[str, Any]] = []
     specs: dict[str, str] = {}
     skipped: dict[str, str] = {}
+    warnings: list[str] = []
     for env_name, env in vcfg.true_envs.items():
         for variant in vcfg.variants:
             one_cfg = vcfg.model_copy(update={"true_envs": {env_name: env}, "variants": [variant]})
@@ -40,11 +41,17 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             results += one.results
             chains += one.chains
             specs = one.specs
+            warnings += [w for w in one.warnings if w not in warnings]
+    for w in warnings:
+        ev.warn("verification", w, "verification_bounds")
     # Wall-clock times vary run to run: they go to their own file so results.json is reproducible.
-    timing_keys = ("build_seconds", "check_seconds")
+    timing_keys = ("build_seconds", "check_seconds", "bounds_seconds", "posterior_seconds")
     (d / "timings.json").write_text(json.dumps(chains, indent=1), encoding="utf-8")
     chains = [{k: v for k, v in c.items() if k not in timing_keys} for c in chains]
-    ev.results["verification"] = {"specs": specs, "results": results, "chains": chains, "skipped": skipped}
+    from perception_safety.verification.sweep import bounds_description
+
+    ev.results["verification"] = {"specs": specs, "bounds": bounds_description(vcfg), "results": results,
+                                  "chains": chains, "skipped": skipped}
     if not results:
         sec.text("No true environment could be checked on these matrices.", "warn")
         return
@@ -67,9 +74,12 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             w = worst.get(r["variant"])
             if w is None or r["probability"] < w["probability"]:
                 worst[r["variant"]] = r
-    rows = [[v, w["probability"], w["max_speed"], w["initial_speed"]] for v, w in worst.items()]
+    rows = [[v, w["probability"], _num(w.get("lower")), _num(w.get("upper")), w["max_speed"], w["initial_speed"]]
+            for v, w in worst.items()]
     sec.table(
-        ["variant", f"worst P({spec})", "at V", "at v0"], rows, f"Worst case over all (V, v0), true environment '{env}'"
+        ["variant", f"worst P({spec})", "lower", "upper", "at V", "at v0"], rows,
+        f"Worst case over all (V, v0), true environment '{env}'; lower/upper: interval chain (Clopper–Pearson per "
+        f"confusion column at joint level {1 - vcfg.alpha:g}, Bonferroni; Storm IDTMC min/max)",
     )
     for v, w in worst.items():
         ev.report.summary.append(
@@ -77,6 +87,11 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
                 f"worst P({spec} | {env}), {v}",
                 w["probability"],
                 "",
-                f"over V ≤ {max(vcfg.max_speeds)}, {len(vcfg.max_speeds)} speeds",
+                f"over V ≤ {max(vcfg.max_speeds)}, {len(vcfg.max_speeds)} speeds"
+                + ("" if w.get("lower") is None else f"; bounds [{w['lower']:.3g}, {w['upper']:.3g}]"),
             )
         )
+
+
+def _num(v: float | None) -> float | str:
+    return "n/a" if v is None else v
