@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from perception_safety.bbsl.bindings import Binding, parse_bind_option
@@ -155,12 +156,29 @@ def _frames(inputs: list[str], config: str | None, skip_bad: bool):
 
 
 def run_test(args) -> int:
-    from perception_safety.evaluation.bbsl_testing import format_report, run_oracle, write_report
+    from perception_safety.evaluation.bbsl_testing import (
+        BoxExtent,
+        box_extent,
+        format_report,
+        image_size_mismatch,
+        run_oracle,
+        write_report,
+    )
 
     cfg, bindings, size = _setup(args)
     spec = Spec(check_source(Path(args.spec)), bindings, size)
 
-    report = run_oracle(spec, _frames(args.inputs, args.config, args.skip_bad), cfg)
+    extent = [BoxExtent()]
+
+    def tracked():  # the boxes' extent, measured while the oracle streams the frames
+        for frame in _frames(args.inputs, args.config, args.skip_bad):
+            extent[0] = extent[0].merge(box_extent([frame], size))
+            yield frame
+
+    report = run_oracle(spec, tracked(), cfg)
+    why = image_size_mismatch(extent[0], size)
+    if why:
+        print(f"warning: {why}", file=sys.stderr)
     summary, table = write_report(report, args.out)
     print(format_report(report))
     print(f"wrote {summary} and {table}")

@@ -52,6 +52,11 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
     p.add_argument("--skip-bad", action="store_true", help="skip (and count) malformed dataset lines")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--include-perfect-perception",
+        action="store_true",
+        help="also read perfect-perception (f*, ground_truth rollout) bags found in a folder (excluded by default)",
+    )
     p.set_defaults(func=run)
 
 
@@ -66,7 +71,9 @@ def _matrix_file(path: Path) -> bool:
     return isinstance(data, dict) and ("bin_edges" in data or "bin_edges_m" in data)
 
 
-def _frames(path: Path, cfg: ConfusionRunConfig, skip_bad: bool, notes: list[str], cfg_name: str) -> Iterator[Any]:
+def _frames(
+    path: Path, cfg: ConfusionRunConfig, skip_bad: bool, notes: list[str], cfg_name: str, include_perfect: bool = False
+) -> Iterator[Any]:
     suffix = path.suffix.lower()
     if path.is_file() and suffix in (".jsonl", ".ndjson", ".json"):
         from perception_safety.io.dataset import DatasetReadReport, read_jsonl_frames
@@ -76,12 +83,15 @@ def _frames(path: Path, cfg: ConfusionRunConfig, skip_bad: bool, notes: list[str
         notes += [f"skipped {where[0]}:{where[1]}: {why}" for where, why in rep.skipped.items()]
         return
     if path.is_dir() or suffix in (".mcap", ".db3"):
-        from perception_safety.io.bag import BagReadReport, BagTopics, find_bags, read_frames
+        from perception_safety.io.bag import BagReadReport, BagTopics, read_frames
+        from perception_safety.io.bag_inputs import input_notes, select_bags, used
         from perception_safety.io.config import model_from_mapping
 
         topics = model_from_mapping(cfg.bag, BagTopics, cfg_name, "confusion.bag")
         rep = BagReadReport()
-        for bag in find_bags([path]):
+        found = select_bags([path], include_perfect)
+        notes += input_notes(found)
+        for bag in used(found):
             yield from read_frames(bag, topics, cfg.bag_tolerance_ns, with_images=False, report=rep)
         notes += rep.summary_lines()[1:]
         return
@@ -137,7 +147,8 @@ def run(args: argparse.Namespace) -> int:
             for batch in read_detection_csv(path, ClassMapper(cfg), cfg.chunk_frames):
                 acc.add_batch(batch)
         else:
-            frames = _frames(path, cfg, skip_bad, notes, str(args.config or "defaults"))
+            cfg_name = str(args.config or "defaults")
+            frames = _frames(path, cfg, skip_bad, notes, cfg_name, args.include_perfect_perception)
             acc.add_frames(_progress(frames, path.name, show))
         frame_inputs.append(str(path))
     if acc is not None:

@@ -29,6 +29,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LOG",
         help="episode logs (JSON Lines) for SG/RH/AC, e.g. from 'perception-safety episodes'",
     )
+    p.add_argument(
+        "--include-perfect-perception",
+        action="store_true",
+        help="also read perfect-perception (f*, ground_truth rollout) bags found in a folder; by default they are "
+        "listed but excluded, since their detections are the ground truth",
+    )
+    p.add_argument(
+        "--hash",
+        choices=("metadata", "full"),
+        default="metadata",
+        help="input fingerprints in the provenance: 'metadata' = sha256 of metadata.yaml + file sizes (fast, "
+        "default), 'full' = sha256 of every bag file (reads all bytes)",
+    )
     p.set_defaults(func=run)
 
 
@@ -40,7 +53,9 @@ def run(args: argparse.Namespace) -> int:
         raise PerceptionSafetyError(f"--jobs must be at least 1, got {args.jobs}")
     console = Console(stderr=True)
     cfg, text = load_evaluate_config(args.config)
-    ev = run_evaluate(args.inputs, cfg, text, args.out, args.jobs, console, args.episodes)
+    ev = run_evaluate(
+        args.inputs, cfg, text, args.out, args.jobs, console, args.episodes, args.include_perfect_perception, args.hash
+    )
     print_summary(ev, args.out, Console())
     return 0
 

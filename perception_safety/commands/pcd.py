@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +35,15 @@ def register(subparsers: Any) -> None:
         "--write-samples", action="store_true", help="also write OUT/samples_<label>.csv (distance_m,y,missed)"
     )
     p.add_argument("--out", type=Path, required=True, help="output directory")
+    p.add_argument(
+        "--include-perfect-perception",
+        action="store_true",
+        help="also read perfect-perception (f*, ground_truth rollout) bags found in a folder (excluded by default)",
+    )
     p.set_defaults(func=run)
 
 
-def _load_samples(path: Path, cfg: Any):
+def _load_samples(path: Path, cfg: Any, include_perfect: bool = False):
     from perception_safety.evaluation.pcd.samples import read_samples_csv, samples_from_frames
 
     s = cfg.samples
@@ -55,9 +61,13 @@ def _load_samples(path: Path, cfg: Any):
 
         return samples_from_frames(read_jsonl_frames(path), **kw)
     if path.is_dir() or path.suffix.lower() in (".mcap", ".db3"):
-        from perception_safety.io.bag import find_bags, read_frames
+        from perception_safety.io.bag import read_frames
+        from perception_safety.io.bag_inputs import input_notes, select_bags, used
 
-        bags = find_bags([path])
+        found = select_bags([path], include_perfect)
+        for note in input_notes(found):
+            print(f"note: {note}", file=sys.stderr)
+        bags = used(found)
 
         def frames():
             for bag in bags:
@@ -96,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     entries = []
     loaded = []
     for path, label in zip(inputs, labels, strict=True):
-        samples = _load_samples(path, cfg)
+        samples = _load_samples(path, cfg, args.include_perfect_perception)
         if samples.n == 0:
             raise PerceptionSafetyError(f"{path}: no samples (no ground-truth target passed the class/track filter)")
         res = compute_pcd(samples.x, samples.y, cfg, what=str(path))

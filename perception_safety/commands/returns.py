@@ -25,6 +25,7 @@ from perception_safety.evaluation.returns import (
     ReturnsError,
     binary_counts,
     classification_returns,
+    logged_config,
     returns_report,
     safety_metrics,
 )
@@ -45,8 +46,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _config(args: argparse.Namespace) -> ReturnsConfig:
-    cfg = load_model(args.config, ReturnsConfig, section="returns")
+def _config(args: argparse.Namespace, logged: ReturnsConfig | None = None) -> ReturnsConfig:
+    """--config (else the settings the episode runner recorded in the logs, else the defaults), then the overrides."""
+    if args.config is None and logged is not None:
+        cfg = logged
+        print(
+            "note: using the E1/E2 settings the episode runner recorded in the logs (as in its results.json)",
+            file=sys.stderr,
+        )
+    else:
+        cfg = load_model(args.config, ReturnsConfig, section="returns")
     e1 = {}
     if args.iou is not None:
         e1["iou_threshold"] = args.iou
@@ -150,14 +159,16 @@ def run(args: argparse.Namespace) -> int:
             "binary": {"samples": m.as_dict(), "counts": binary_counts(tau, alarm).as_dict()},
         }
     else:
-        cfg = _config(args)
         episodes = []
         for path in args.logs:
             rep = EpisodeLogReport()
             episodes += read_episode_log(path, rep)
             for msg in rep.messages:
                 print(f"warning: {msg}", file=sys.stderr)
+        cfg = _config(args, logged_config(episodes))
         report = returns_report(episodes, cfg)
+        for warning in report["warnings"]:
+            print(f"warning: {warning}", file=sys.stderr)
         report["sources"] = [str(p) for p in args.logs]
         _write_episode_csv(args.out / "returns_episodes.csv", report)
         for note in report["notes"]:

@@ -262,3 +262,46 @@ def format_report(report: OracleReport) -> str:
         for exp, row in t4.items():
             lines.append(f"  {exp:<20}" + "".join(str(row[c]["count"]).ljust(24) for c in cols))
     return "\n".join(lines)
+
+
+
+@dataclass(frozen=True)
+class BoxExtent:
+    """Where the boxes of some frames reach: the largest x_max and y_max, and how many boxes leave the image."""
+
+    max_x: float = 0.0
+    max_y: float = 0.0
+    outside: int = 0
+    boxes: int = 0
+
+    def merge(self, other: BoxExtent) -> BoxExtent:
+        mx, my = max(self.max_x, other.max_x), max(self.max_y, other.max_y)
+        return BoxExtent(mx, my, self.outside + other.outside, self.boxes + other.boxes)
+
+
+def box_extent(frames: Iterable[Frame], size: tuple[float, float], slack: float = 2.0) -> BoxExtent:
+    """The `BoxExtent` of all ground-truth and detection boxes against an image of ``size`` (w, h) pixels."""
+    w, h = size
+    ext = BoxExtent()
+    for f in frames:
+        xs = [b.box.x_max for b in (*f.ground_truth, *f.detections)]
+        ys = [b.box.y_max for b in (*f.ground_truth, *f.detections)]
+        out = sum(1 for x, y in zip(xs, ys, strict=True) if x > w + slack or y > h + slack)
+        ext = ext.merge(BoxExtent(max(xs, default=0.0), max(ys, default=0.0), out, len(xs)))
+    return ext
+
+
+def image_size_mismatch(ext: BoxExtent, size: tuple[float, float], max_fraction: float = 0.05) -> str | None:
+    """Why the spec's image size cannot be the boxes' image size (many boxes reach beyond it), or None.
+
+    A few boxes of near objects may legitimately extend past the border; more than ``max_fraction`` cannot.
+    """
+    if ext.boxes == 0 or ext.outside / ext.boxes <= max_fraction:
+        return None
+    w, h = size
+    return (
+        f"{ext.outside} of {ext.boxes} boxes ({100 * ext.outside / ext.boxes:.0f} %) reach beyond the image size "
+        f"{w:g}×{h:g} the spec is evaluated with (up to x = {ext.max_x:.0f} px, y = {ext.max_y:.0f} px): its regions "
+        "(fractions of the image) land in the wrong place; give the camera's resolution (bbsl.image_size or "
+        "--image-size W,H)"
+    )

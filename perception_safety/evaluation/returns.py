@@ -478,4 +478,112 @@ def returns_report(episodes: Sequence[Episode], config: ReturnsConfig | None = N
         out["notes"].append("E2 skipped: no episode has all three rollouts (perception, monitored, ground_truth)")  # type: ignore[union-attr]
     if "E1" not in out and "E2" not in out:
         raise ReturnsError("returns: nothing to compute (no E1 rollout and no complete E2 triple)")
+    out["warnings"] = explain(out, e1_eps, aligned, config)
+    return out
+
+
+# ---------------------------------------------------------------- no silent zeros
+
+LOGGED_CONFIG_KEY = "returns_config"
+"""Episode-meta key under which the runner records the ReturnsConfig it computed its own results with."""
+
+
+def logged_config(episodes: Iterable[Episode]) -> ReturnsConfig | None:
+    """The ReturnsConfig the episode runner recorded in the logs' meta (the first one found), or None."""
+    for ep in episodes:
+        raw = ep.meta.get(LOGGED_CONFIG_KEY)
+        if isinstance(raw, Mapping):
+            return ReturnsConfig.model_validate(raw)
+    return None
+
+
+def _first(steps: Iterable[object], attr: str) -> int | None:
+    return next((s.t for s in steps if getattr(s, attr)), None)  # type: ignore[attr-defined]
+
+
+def _condition(ep: Episode) -> str:
+    m = ep.meta
+    if "perturbation" in m:
+        return f"perturbation {m['perturbation']} level {m.get('level', '?')}"
+    return "no condition recorded"
+
+
+def explain(
+    doc: Mapping[str, object], e1_eps: Sequence[Episode], aligned: Aligned, config: ReturnsConfig
+) -> list[str]:
+    """Why a metric is 0 (or a setting makes it meaningless), in words: each line becomes a warning."""
+    out: list[str] = []
+    logged = logged_config(ep for eps in aligned.by_rollout.values() for ep in eps)
+    if logged is not None and logged != config:
+        diff = [
+            f"{part}.{k}: {getattr(getattr(config, part), k)!r} here, {getattr(getattr(logged, part), k)!r} in the run"
+            for part in ("e1", "e2")
+            for k in type(getattr(config, part)).model_fields
+            if getattr(getattr(config, part), k) != getattr(getattr(logged, part), k)
+        ]
+        out.append(
+            "settings differ from the ones the episode runner used (" + "; ".join(diff) + "): these SG/RH/AC will not "
+            "equal the run's results.json (omit the returns settings to use the recorded ones)"
+        )
+    if config.e1.classes is not None and e1_eps:
+        seen = {
+            o.class_id
+            for ep in e1_eps
+            for st in ep.steps
+            if st.frame is not None
+            for o in (*st.frame.ground_truth, *st.frame.detections)
+        }
+        absent = [c for c in config.e1.classes if c not in seen]
+        if absent:
+            lead = "none of" if len(absent) == len(config.e1.classes) else "some of"
+            out.append(
+                f"E1 classes: {lead} the classes {', '.join(map(repr, absent))} occur in the logged frames (labels "
+                f"seen: {', '.join(sorted(seen)) or 'none'}; matched exactly): objects of other labels never count as "
+                "errors"
+                + (", so every frame has tau = 0 and SG = RH = 0" if lead == "none of" else "")
+            )
+    e1 = doc.get("E1")
+    if isinstance(e1, Mapping):
+        c = e1["counts"]
+        m = e1["frames"]
+        errors = c["TP"] + c["FN"]
+        if errors == 0:
+            out.append(f"E1: no frame has a detection error (tau = 0 in all {m['n']} frames): SG = RH = 0")
+        else:
+            if m["SG"] == 0:
+                out.append(f"E1 SG = 0: the monitor raised no alarm on any of the {errors} frames with an error")
+            if m["RH"] == 0:
+                out.append(f"E1 RH = 0: the monitor alarmed on every one of the {errors} frames with an error")
+        if m["AC"] == 0:
+            clean = c["FP"] + c["TN"]
+            out.append(f"E1 AC = 0: the monitor raised no false alarm (no alarm on the {clean} error-free frames)")
+    e2 = doc.get("E2")
+    if isinstance(e2, Mapping):
+        m = e2["frames"]
+        crashes = [(p, mo) for p, mo, _ in aligned.triples if any(s.collision for s in p.steps)]
+        if m["SG"] == 0:
+            if not crashes:
+                out.append(
+                    f"E2 SG = 0: the perception rollout f never collides in {len(aligned.triples)} episode(s), so "
+                    "there is no accident for the monitor to prevent"
+                )
+            else:
+                why = []
+                for p, mo in crashes:
+                    hit = _first(p.steps, "collision")
+                    alarm = _first(mo.steps, "alarm")
+                    when = "never" if alarm is None else f"first at t = {alarm}"
+                    also = "collides too" if any(s.collision for s in mo.steps) else "does not"
+                    why.append(
+                        f"episode {p.episode} ({_condition(p)}): f collides at t = {hit}, f+m {also}; the monitor's "
+                        f"alarm: {when}"
+                    )
+                out.append(
+                    "E2 SG = 0: the monitor prevents none of the collisions of f: " + "; ".join(why) + ". The monitor "
+                    "does not see this condition (or alarms too late to stop)"
+                )
+        if m["RH"] == 0:
+            out.append("E2 RH = 0: the monitored rollout f+m never collides where ground-truth perception f* does not")
+        if m["AC"] == 0:
+            out.append("E2 AC = 0: the monitor never stops the car earlier than f alone (no running time lost)")
     return out

@@ -10,7 +10,7 @@ messages that join no frame are counted per topic.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -121,10 +121,12 @@ def write_frames(
     storage: Literal["mcap", "sqlite3"] = "mcap",
     topics: BagTopics | None = None,
     monitor_results: Iterable[Sequence[MonitorResult]] | None = None,
+    custom_data: Mapping[str, str] | None = None,
 ) -> int:
     """Record frames as a new rosbag2 directory ``path``; returns the number of frames written.
 
-    ``monitor_results`` (one sequence per frame, in frame order) go on ``topics.monitor_results``.
+    ``monitor_results`` (one sequence per frame, in frame order) go on ``topics.monitor_results``;
+    ``custom_data`` (string pairs, e.g. the rollout and the episode's conditions) goes into metadata.yaml.
     """
     topics = topics or BagTopics()
     path = Path(path)
@@ -134,6 +136,8 @@ def write_frames(
     n = 0
     try:
         with Writer(path, version=9, storage_plugin=_plugin(storage)) as writer:
+            for key, value in (custom_data or {}).items():
+                writer.set_custom_data(key, str(value))
             conns = {
                 role: writer.add_connection(name, _TYPES[role], typestore=store)
                 for role in ("image", "detections", "ground_truth", "ego")

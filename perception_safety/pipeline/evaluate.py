@@ -22,7 +22,7 @@ import numpy as np
 
 from perception_safety.bbsl.spec import Spec, load_spec
 from perception_safety.errors import PerceptionSafetyError
-from perception_safety.evaluation.bbsl_testing import OracleReport, TestCase, run_oracle
+from perception_safety.evaluation.bbsl_testing import BoxExtent, OracleReport, TestCase, box_extent, run_oracle
 from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
 from perception_safety.evaluation.confusion.io import confusion_from_mapping, to_json_dict
 from perception_safety.evaluation.confusion.types import DistanceConfusion
@@ -65,6 +65,8 @@ def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
             "missing_topics": [topic for _, topic in report.missing_topics],
         },
     }
+    ext = box_extent(frames, cfg.bbsl.image_size, cfg.evaluate.warn_box_overflow_px)
+    partial["box_extent"] = [ext.max_x, ext.max_y, ext.outside, ext.boxes]
     if analyses & {"confusion", "verification"}:
         dc = ConfusionAccumulator(cfg.confusion).add_frames(frames).result(source=bag)
         partial["confusion"] = to_json_dict(dc)
@@ -97,6 +99,7 @@ class Reduced:
     confusion: DistanceConfusion | None = None
     pcd_samples: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
     bbsl: dict[str, OracleReport] = field(default_factory=dict)
+    box_extent: BoxExtent = field(default_factory=BoxExtent)
 
 
 _TEST_CASE_FIELDS = tuple(f.name for f in fields(TestCase))
@@ -118,6 +121,9 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
         frames=sum(p["frames"] for p in partials),
         read_reports={p["bag"]: {"frames": p["frames"], **p["read_report"]} for p in partials},
     )
+    for p in partials:
+        if "box_extent" in p:
+            red.box_extent = red.box_extent.merge(BoxExtent(*p["box_extent"]))
     confs = [confusion_from_mapping(p["confusion"], p["bag"]) for p in partials if "confusion" in p]
     if confs:
         red.confusion = sum_confusions(confs, source=", ".join(red.bags))

@@ -46,6 +46,10 @@ class EvaluateSection(BaseModel):
     bbsl_specs: list[str] = Field(default_factory=lambda: [STOP_REGION_SPEC])
     """BBSL specs to test: file paths (relative ones from the config file's folder) or ``stop_region``,
     the emergency-braking rule of ``monitors.stop_region`` as BBSL (its bindings come from that section)."""
+    warn_unmapped_fraction: float = Field(0.05, ge=0.0, le=1.0)
+    """Warn when more than this fraction of ground-truth or detection labels map to no confusion class."""
+    warn_box_overflow_px: float = Field(2.0, ge=0.0)
+    """Warn when boxes extend more than this many pixels beyond ``bbsl.image_size`` (wrong image size)."""
 
 
 class EvaluateConfig(BaseModel):

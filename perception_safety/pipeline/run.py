@@ -10,11 +10,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from perception_safety.io.bag import find_bags
+from perception_safety.io.bag_inputs import ROLE_TEXT, BagInput, select_bags, used
 from perception_safety.pipeline.analyses import bbsl, confusion, pcd, quality, returns, verification
 from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.evaluate import NothingUsableError, map_bags, reduce_partials
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.pipeline.provenance import HashMode, header_lines, provenance
 from perception_safety.report.html import Report
 
 RESULTS_FORMAT = "perception_safety.results/1"
@@ -42,13 +43,20 @@ def run_evaluate(
     jobs: int = 1,
     console: Console | None = None,
     episode_logs: Sequence[str | Path] = (),
+    include_perfect: bool = False,
+    hash_mode: HashMode = "metadata",
 ) -> Evaluation:
-    """Run everything the config asks for on the bags found in ``inputs``; writes results and report."""
+    """Run everything the config asks for on the bags found in ``inputs``; writes results and report.
+
+    Perfect-perception (f*) bags found in a folder are left out unless ``include_perfect`` (io.bag_inputs).
+    """
     console = console or Console(stderr=True)
     out.mkdir(parents=True, exist_ok=True)
-    bags = find_bags(inputs)
+    found = select_bags(inputs, include_perfect)
+    bags = used(found)
     if not bags:
-        raise NothingUsableError(f"no rosbag2 bag found in {', '.join(map(str, inputs))}")
+        extra = f" ({len(found)} excluded: {found[0].excluded})" if found else ""
+        raise NothingUsableError(f"no rosbag2 bag found in {', '.join(map(str, inputs))}{extra}")
     t0 = time.perf_counter()
     with progress_bar(console) as bar:
         task = bar.add_task("reading bags", total=len(bags))
@@ -59,17 +67,31 @@ def run_evaluate(
         lines = [f"  {b}: {r}" for b, r in red.read_reports.items()]
         raise NothingUsableError("no usable frame in any input:\n" + "\n".join(lines))
     report = Report("perception_safety evaluation", f"{len(bags)} bag(s), {red.frames} frames")
-    report.inputs = [str(b) for b in bags]
+    prov = provenance(config_text, found, episode_logs, hash_mode)
+    report.header = header_lines(prov)
+    report.input_header = ["input", "role", "sha256 (first 16)", "hashed", "conditions"]
+    report.inputs = [
+        [str(b.path), b.describe(), h["sha256"][:16], h["hashed"], _conditions_text(b)]
+        for b, h in zip(found, prov["inputs"], strict=True)
+    ]
+    report.inputs += [[str(e["path"]), "episode log", e["sha256"][:16], e["hashed"], ""] for e in prov["episode_logs"]]
     report.config_text = config_text
     ev = Evaluation(
         results={
             "format": RESULTS_FORMAT,
-            "inputs": report.inputs,
+            "provenance": prov,
+            "inputs": [str(b) for b in bags],
+            "input_roles": [
+                {"path": str(b.path), "role": b.role, "named": b.named, "excluded": b.excluded or None,
+                 "conditions": dict(b.conditions)}
+                for b in found
+            ],
             "frames": red.frames,
             "data_quality": red.read_reports,
         },
         report=report,
     )
+    warn_about_inputs(ev, found)
     ev.timings["read_and_map_s"] = t1 - t0
     analyses = cfg.evaluate.analyses
     all_steps = (("confusion", confusion.run), ("pcd", pcd.run), ("verification", verification.run), ("bbsl", bbsl.run))
@@ -91,6 +113,40 @@ def run_evaluate(
     (out / "results.json").write_text(json.dumps(ev.results, indent=1) + "\n", encoding="utf-8")
     report.write(out / "report.html")
     return ev
+
+
+def _conditions_text(b: BagInput) -> str:
+    return ", ".join(f"{k}={v}" for k, v in b.conditions.items() if k != "rollout")
+
+
+def warn_about_inputs(ev: Evaluation, found: Sequence[BagInput]) -> None:
+    """Name every input whose role changes what the numbers mean (issue: f* bags silently inflating recall)."""
+    excluded = [b for b in found if b.excluded]
+    if excluded:
+        ev.warn(
+            "inputs",
+            f"{len(excluded)} perfect-perception (f*) bag(s) found in the input folders were NOT read "
+            f"(e.g. {excluded[0].path}); their detections are the ground truth. Pass --include-perfect-perception "
+            "to read them anyway.",
+            "perfect_perception_excluded",
+        )
+    perfect = [b for b in found if b.role == "ground_truth" and not b.excluded]
+    if perfect:
+        ev.warn(
+            "inputs",
+            f"{len(perfect)} perfect-perception (f*) bag(s) are read (e.g. {perfect[0].path}): every metric mixes in "
+            "detections that equal the ground truth and overstates the detector.",
+            "perfect_perception_included",
+        )
+    roles = {b.role for b in found if not b.excluded}
+    if {"perception", "monitored"} <= roles:
+        ev.warn(
+            "inputs",
+            "both perception (f) and monitored (f+m) rollout bags are read: the rollouts share every frame up to the "
+            "first monitor alarm, so those frames count twice. Name only the .../perception bags to evaluate the "
+            f"detector once ({ROLE_TEXT['monitored']} bags are listed under 'Configuration and inputs').",
+            "rollouts_overlap",
+        )
 
 
 __all__ = ["Evaluation", "progress_bar", "run_evaluate"]

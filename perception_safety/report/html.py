@@ -29,6 +29,8 @@ th{background:#f6f8fa}td:first-child,th:first-child{text-align:left}
 img{max-width:100%;border:1px solid #d0d7de;margin:.5em 0}
 pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:.85em}
 .note{color:#57606a;font-size:.9em}.warn{color:#9a6700}
+.prov{color:#57606a;font-size:.85em;font-family:ui-monospace,monospace;margin:.3em 0 1em}
+table.inputs td{text-align:left;font-size:.85em}
 """
 
 
@@ -95,7 +97,11 @@ class Report:
     warnings: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
     config_text: str = ""
-    inputs: list[str] = field(default_factory=list)
+    inputs: list[Any] = field(default_factory=list)
+    """One entry per input: a path, or a row of ``input_header`` columns (path, role, hash, ...)."""
+    input_header: list[str] = field(default_factory=list)
+    header: list[str] = field(default_factory=list)
+    """Provenance lines under the title (version, commit, date, config hash)."""
 
     def section(self, title: str) -> Section:
         s = Section(title)
@@ -110,6 +116,8 @@ class Report:
         ]
         if self.subtitle:
             out.append(f"<p class='sub'>{html.escape(self.subtitle)}</p>")
+        if self.header:
+            out.append("<div class='prov'>" + "<br>".join(html.escape(h) for h in self.header) + "</div>")
         if self.warnings:
             out.append(f"<h2 id='warnings'>Warnings ({len(self.warnings)})</h2><ul class='warn'>")
             out += [f"<li>{html.escape(w)}</li>" for w in self.warnings]
@@ -150,7 +158,14 @@ class Report:
                         out.append(f"<figcaption class='note'>{html.escape(caption)}</figcaption>")
                     out.append("</figure>")
         out.append("<h2 id='inputs'>Configuration and inputs</h2>")
-        out.append("<h3>Inputs</h3><ul>" + "".join(f"<li>{html.escape(p)}</li>" for p in self.inputs) + "</ul>")
+        if self.input_header:
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in self.input_header)
+            body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>" for r in self.inputs)
+            out.append(f"<h3>Inputs</h3><table class='inputs'><thead><tr>{head}</tr></thead>")
+            out.append(f"<tbody>{body}</tbody></table>")
+        else:
+            items = "".join(f"<li>{html.escape(str(p))}</li>" for p in self.inputs)
+            out.append(f"<h3>Inputs</h3><ul>{items}</ul>")
         out.append(f"<h3>Configuration</h3><pre>{html.escape(self.config_text)}</pre>")
         out.append("</body></html>")
         return "\n".join(out)

@@ -29,6 +29,7 @@ import numpy as np
 from perception_safety.core.types import Frame
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.returns import (
+    LOGGED_CONFIG_KEY,
     E2Config,
     align,
     e1_metrics,
@@ -395,6 +396,17 @@ def episode_meta(spec: EpisodeSpec, backend: str, roll: _Rollout) -> dict[str, A
     }
 
 
+def bag_conditions(spec: EpisodeSpec, rollout: str) -> dict[str, Any]:
+    """What a rollout bag records about itself in metadata.yaml (io.bag_inputs reads it: roles, breakdowns)."""
+    return {
+        "rollout": rollout,
+        "episode": spec.episode_id,
+        "scenario": spec.scenario_name,
+        "perturbation": spec.perturbation,
+        "level": spec.level,
+    }
+
+
 def write_episode(
     out: Path, spec: EpisodeSpec, rollouts: dict[str, _Rollout], cfg: EpisodesConfig, backend: str
 ) -> Path:
@@ -410,12 +422,14 @@ def write_episode(
 
         tmp_bags.mkdir(parents=True)
         for r, roll in rollouts.items():
-            write_frames(tmp_bags / r, roll.bag_frames, cfg.record.storage, cfg.record.topics, roll.bag_results)
+            custom = {f"perception_safety.{k}": str(v) for k, v in bag_conditions(spec, r).items()}
+            write_frames(tmp_bags / r, roll.bag_frames, cfg.record.storage, cfg.record.topics, roll.bag_results, custom)
         tmp_bags.rename(bag_dir)
     log.parent.mkdir(parents=True, exist_ok=True)
     with EpisodeLogWriter(tmp_log) as writer:
         for r, roll in rollouts.items():
-            writer.write_episode(spec.episode_id, r, roll.steps, episode_meta(spec, backend, roll), roll.end_reason)
+            meta = {**episode_meta(spec, backend, roll), LOGGED_CONFIG_KEY: cfg.returns.model_dump(mode="json")}
+            writer.write_episode(spec.episode_id, r, roll.steps, meta, roll.end_reason)
     tmp_log.rename(log)
     return log
 

@@ -128,3 +128,17 @@ def test_test_command_reads_bags_and_rejects_unknown_inputs(tmp_path: Path, caps
     assert "T/(T+F) = 1/(1+0) = 100.0%" in capsys.readouterr().out
     assert main(["bbsl", "test", S1, str(tmp_path / "missing.jsonl"), "--out", str(out)]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_test_command_warns_when_boxes_leave_the_image(tmp_path: Path, capsys) -> None:
+    """1280×720 boxes tested with the default 1242×375 image: the spec's regions would be misplaced."""
+    frames = [
+        Frame(i, ground_truth=(GroundTruthObject(Box(600, 400 + i, 700, 700 + i), "car", 8.0),)) for i in range(3)
+    ]
+    data = tmp_path / "d.jsonl"
+    write_jsonl_frames(data, frames)
+    assert main(["bbsl", "test", S1, str(data), *BINDS, "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    assert "3 of 3 boxes (100 %) reach beyond the image size 1242×375" in err and "y = 702 px" in err
+    assert main(["bbsl", "test", S1, str(data), *BINDS, "--image-size", "1280,720", "--out", str(tmp_path / "b")]) == 0
+    assert "warning" not in capsys.readouterr().err

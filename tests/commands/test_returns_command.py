@@ -73,3 +73,46 @@ def test_bad_inputs_are_clear_errors(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 def test_shipped_returns_section_is_the_default() -> None:
     assert load_model(REPO / "config" / "monitors.yaml", ReturnsConfig, section="returns") == ReturnsConfig()
+
+
+def _frame_steps(n: int, alarm_at: int | None, collide: int | None, label: str = "pedestrian") -> list[EpisodeStep]:
+    from perception_safety.core import Box, Frame, GroundTruthObject
+
+    gt = (GroundTruthObject(Box(0, 0, 10, 20), label, 10.0),)  # never detected: every frame is an error
+    return [
+        EpisodeStep(
+            t,
+            running=True,
+            collision=t == collide,
+            alarm=alarm_at is not None and t >= alarm_at,
+            frame=Frame(t, (), gt),
+        )
+        for t in range(n)
+    ]
+
+
+def _runner_like_log(path: Path) -> None:
+    """f collides at t=4, the monitor alarms from t=3 but f+m collides too; settings recorded as the runner does."""
+    meta = {"perturbation": "smoke", "level": 3, "returns_config": {"e1": {"classes": ["pedestrian"]}}}
+    with EpisodeLogWriter(path) as w:
+        w.write_episode("e", "perception", _frame_steps(6, 3, 4), meta)
+        w.write_episode("e", "monitored", _frame_steps(6, 3, 4), meta)
+        w.write_episode("e", "ground_truth", _frame_steps(6, None, None), meta)
+
+
+def test_returns_uses_the_runners_settings_and_explains_zeros(tmp_path: Path, capsys) -> None:
+    log = tmp_path / "run.jsonl"
+    _runner_like_log(log)
+    assert main(["returns", str(log), "--out", str(tmp_path / "a")]) == 0
+    err = capsys.readouterr().err
+    rep = json.loads((tmp_path / "a" / "returns.json").read_text())
+    assert rep["config"]["e1"]["classes"] == ["pedestrian"] and "recorded in the logs" in err
+    assert rep["E2"]["frames"]["SG"] == 0
+    assert "E2 SG = 0" in err and "perturbation smoke level 3" in err and "first at t = 3" in err
+    # a class that is not in the logs: SG = RH = 0 with the reason, and the settings differ from the run's
+    assert main(["returns", str(log), "--out", str(tmp_path / "b"), "--classes", "person"]) == 0
+    err = capsys.readouterr().err
+    rep = json.loads((tmp_path / "b" / "returns.json").read_text())
+    assert rep["E1"]["frames"]["SG"] == rep["E1"]["frames"]["RH"] == 0
+    assert "'person' occur in the logged frames (labels seen: pedestrian" in err
+    assert "settings differ from the ones the episode runner used (e1.classes" in err

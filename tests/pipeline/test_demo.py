@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import yaml
@@ -35,10 +36,20 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     e2 = res["returns"]["E2"]["frames"]
     assert abs(e2["SG"] + e2["RH"] - e2["hazard_f"]) < 1e-12
     assert res["verification"]["results"] and res["bbsl"]["stop_region"]["test_cases"] > 0
-    # A second run reuses the finished episodes (resume) and gives the same numbers.
-    first = (out / "evaluation" / "results.json").read_bytes()
+    # A second run reuses the finished episodes (resume) and gives the same results.json, byte for byte, except
+    # the run's date in the provenance block (the only value that may change; the commit and hashes may not).
+    first = (out / "evaluation" / "results.json").read_text()
     assert main(["demo", "--config", str(cfg), "--out", str(out), "--jobs", "1"]) == 0
-    assert (out / "evaluation" / "results.json").read_bytes() == first
+    second = (out / "evaluation" / "results.json").read_text()
+    date = re.compile(r'"date_utc": "[0-9T:Z-]+"')
+    assert len(date.findall(first)) == 1
+    assert date.sub("", second) == date.sub("", first)
+    prov = res["provenance"]
+    assert prov["version"] and prov["config_sha256"] and len(prov["inputs"]) == 2
+    assert {i["role"] for i in res["input_roles"]} == {"perception"}
+    assert res["input_roles"][1]["conditions"]["perturbation"] == "smoke"
+    surprises = {"unmapped_ground_truth", "unmapped_detections", "confusion_empty", "pcd_empty_target", "bbsl_image_size"}
+    assert not {w["code"] for w in res["warnings"]} & surprises
     # A different sweep into the same folder is refused instead of mixing two configurations.
     other = small_demo_config(tmp_path, [{"name": "smoke", "levels": [3]}, {"name": "rain", "levels": [1]}])
     assert main(["demo", "--config", str(other), "--out", str(out), "--jobs", "1"]) == 2

@@ -210,6 +210,7 @@ class ConfusionAccumulator:
         self.counters = dict.fromkeys(_COUNTERS, 0)
         self.unmapped_detections = Counter()
         self.unmapped_ground_truth = Counter()
+        self.unannotated_by_class = np.zeros(len(self.config.classes), dtype=np.int64)
         self._edges = np.asarray(self.config.bin_edges, dtype=np.float64)
         self._lut = subset_lookup(len(self.config.classes))
         self._mapper = ClassMapper(self.config)
@@ -277,6 +278,7 @@ class ConfusionAccumulator:
         c["detections_matched_out_of_range"] += int(det_out.sum())
         c["detections_unannotated"] += int((~det_matched).sum())
         c["hungarian_fallback_frames"] += fallback
+        self.unannotated_by_class += np.bincount(batch.det_classes[~det_matched], minlength=n_cls)[:n_cls]
         self.unmapped_detections.update(batch.unmapped_detections)
         self.unmapped_ground_truth.update(batch.unmapped_ground_truth)
         return self
@@ -293,6 +295,7 @@ class ConfusionAccumulator:
             self.counters[key] += value
         self.unmapped_detections.update(other.unmapped_detections)
         self.unmapped_ground_truth.update(other.unmapped_ground_truth)
+        self.unannotated_by_class += other.unannotated_by_class
         return self
 
     def report(self) -> dict[str, Any]:
@@ -300,6 +303,10 @@ class ConfusionAccumulator:
         out: dict[str, Any] = dict(self.counters)
         out["ground_truth_unmapped"] = dict(sorted(self.unmapped_ground_truth.items()))
         out["detections_unmapped"] = dict(sorted(self.unmapped_detections.items()))
+        # Detections of each class that match no ground truth (false positives; they have no distance, so pooled).
+        out["detections_unannotated_by_class"] = {
+            name: int(n) for name, n in zip(self.config.class_names, self.unannotated_by_class, strict=True)
+        }
         return out
 
     def result(self, source: str = "") -> DistanceConfusion:

@@ -23,11 +23,20 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         "IoU >= t (Table 3); breakdown by expectation x IoU verdict x BBSL verdict (Table 4)."
     )
     ev.results["bbsl"] = {}
+    warn_image_size(ev, red, cfg)
     for name, rep in red.bbsl.items():
         write_report(rep, d / Path(name).stem)
         doc = rep.to_dict()
         ev.results["bbsl"][name] = doc
         t3 = doc["table3"]
+        if not rep.test_cases:
+            ev.warn(
+                "bbsl",
+                f"spec {name}: no test case: no ground-truth object of the target classes "
+                f"({', '.join(cfg.bbsl.target_classes)}) in {rep.frames} frames ({rep.out_of_scope} out of scope); "
+                "the pass rate is not computed.",
+                "bbsl_no_cases",
+            )
         rows = [
             ["BBSL" if k == "bbsl" else k.replace("iou_", "IoU_"), r["T"], r["F"], pct(r["rate"])]
             for k, r in t3.items()
@@ -57,3 +66,14 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
                     f"n = {len(rep.test_cases)} test cases",
                 )
             )
+
+
+
+
+def warn_image_size(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
+    """Many boxes reaching beyond ``bbsl.image_size``: the spec's image-relative regions are in the wrong place."""
+    from perception_safety.evaluation.bbsl_testing import image_size_mismatch
+
+    why = image_size_mismatch(red.box_extent, cfg.bbsl.image_size)
+    if why:
+        ev.warn("bbsl", why, "bbsl_image_size")

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from perception_safety.evaluation.confusion.io import to_json_dict, write_csv, write_json
 from perception_safety.evaluation.confusion.metrics import ClassMetrics, class_metrics, metrics_to_json
 from perception_safety.evaluation.confusion.uncertainty import thin_column_messages, thin_columns, thin_columns_to_json
+from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.pipeline.analyses.base import Evaluation, pct
 from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
-from perception_safety.report.html import Metric
+from perception_safety.report.html import Metric, Section
 
 
 def rate_cell(value: float | None, lower: float | None, upper: float | None) -> str:
@@ -79,13 +81,14 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             "missed (n)",
             f"recall [{level} CI]",
             "predicted (n)",
-            f"precision [{level} CI]",
+            f"precision, class confusion only [{level} CI]",
             "flag",
         ],
         rows,
         f"Two-sided Clopper-Pearson intervals at {level}; 'thin' = fewer than {ccfg.min_samples} samples behind "
         "the rate (confusion.min_samples).",
     )
+    precision_two_ways(sec, dc, metrics)
     sec.figure(
         plot_rates(metrics, d / "rates_vs_distance.png", ccfg.alpha).read_bytes(),
         f"Recall and precision vs distance with {level} Clopper-Pearson error bars",
@@ -93,7 +96,99 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     sec.figure(plot_grid(dc, "class", d / "class_cm_grid.png").read_bytes(), "Class-labeled matrices, P(pred | true)")
     sec.figure(plot_grid(dc, "prop", d / "prop_cm_grid.png").read_bytes(), "Proposition-labeled matrices")
     plot_bin(dc, "class", None, d / "class_cm_pooled.png")
+    warn_labels(ev, dc, cfg)
     ped = [m for m in metrics if m.bin == "pooled" and m.recall is not None]
     for m in ped:
         ci = f"{level} CI [{m.recall_lower:.3f}, {m.recall_upper:.3f}], n = {m.ground_truth} objects"
         ev.report.summary.append(Metric(f"recall '{m.label}' (pooled)", m.recall, "", ci))
+
+
+def precision_two_ways(sec: Section, dc: DistanceConfusion, metrics: list[ClassMetrics]) -> None:
+    """Pooled precision per class, from the class confusion only and with unmatched detections as false positives."""
+    fp = dc.report.get("detections_unannotated_by_class", {})
+    rows = []
+    for m in metrics:
+        if m.bin != "pooled" or m.label == dc.empty_label:
+            continue
+        extra = int(fp.get(m.label, 0))
+        both = m.predicted + extra
+        rows.append(
+            [
+                m.label,
+                m.true_positives,
+                m.predicted,
+                extra,
+                pct(m.precision),
+                pct(m.true_positives / both if both else None),
+            ]
+        )
+    sec.table(
+        [
+            "class",
+            "TP (n)",
+            "matched detections of class (n)",
+            "unmatched detections of class (n)",
+            "precision, class confusion only",
+            "precision, unmatched = false positive",
+        ],
+        rows,
+        "Precision two ways (pooled over distance)",
+    )
+    sec.text(
+        "Precision, class confusion only = TP / (matched detections predicted as the class): how often a detection "
+        "that found an object named it right; it is 100 % whenever the detector never swaps classes. Precision, "
+        "unmatched = false positive = TP / (all detections of the class): unmatched detections (ghosts, boxes with "
+        "IoU below the threshold) count against it. Unmatched detections have no ground-truth distance, so this "
+        "second precision exists only pooled, not per distance bin.",
+        "note",
+    )
+
+
+def _case_hint(label: str, classes: dict[str, list[str]]) -> str | None:
+    low = label.lower()
+    for name, patterns in classes.items():
+        if low == name.lower() or any(fnmatchcase(low, pat.lower()) for pat in patterns):
+            return name
+    return None
+
+
+def warn_labels(ev: Evaluation, dc: DistanceConfusion, cfg: EvaluateConfig) -> None:
+    """Unmapped labels above ``evaluate.warn_unmapped_fraction``, and matrices with no ground truth at all."""
+    rep = dc.report
+    limit = cfg.evaluate.warn_unmapped_fraction
+    gt_seen = sum(
+        rep.get(k, 0) for k in ("ground_truth_binned", "ground_truth_below_range", "ground_truth_beyond_range")
+    )
+    for what, unmapped, mapped in (
+        ("ground-truth", rep.get("ground_truth_unmapped", {}), gt_seen),
+        ("detection", rep.get("detections_unmapped", {}), rep.get("detections", 0)),
+    ):
+        n = sum(unmapped.values())
+        total = n + mapped
+        if not total or n / total <= limit:
+            continue
+        top = sorted(unmapped.items(), key=lambda kv: -kv[1])[:6]
+        hints = [
+            f"'{lab}' matches class '{c}' ignoring case"
+            for lab, _ in top
+            if (c := _case_hint(lab, cfg.confusion.classes))
+        ]
+        hint = (
+            f" Labels are matched case-sensitively: {'; '.join(hints)}; add them to confusion.classes."
+            if hints
+            else " Add them to confusion.classes if they should count."
+        )
+        ev.warn(
+            "confusion",
+            f"{n} of {total} {what} labels ({100 * n / total:.1f} %) map to no class of confusion.classes and are not "
+            f"counted: {', '.join(f'{lab} ({k})' for lab, k in top)}.{hint}",
+            f"unmapped_{'ground_truth' if what == 'ground-truth' else 'detections'}",
+        )
+    if rep.get("ground_truth_binned", 0) == 0:
+        ev.warn(
+            "confusion",
+            "no ground-truth object falls in any class and distance bin: every confusion matrix is all zeros (bin "
+            f"edges {cfg.confusion.bin_edges[0]:g}-{cfg.confusion.bin_edges[-1]:g} m; below range "
+            f"{rep.get('ground_truth_below_range', 0)}, beyond range {rep.get('ground_truth_beyond_range', 0)}).",
+            "confusion_empty",
+        )

@@ -30,14 +30,21 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     rows = []
     for name, (x, y, missed) in red.pcd_samples.items():
         if x.size == 0:
-            out_json[name] = {"error": "no samples of this target", "n": 0}
-            sec.text(f"{name}: no samples of this target in the inputs.", "warn")
+            t = next((t for t in cfg.evaluate.pcd_targets if t.name == name), None)
+            what = f"class_id {t.class_id!r}" if t and t.class_id else f"track_id {t.track_id!r}" if t else "its filter"
+            why = f"no ground-truth object matches {what} in the inputs (labels are compared exactly, case-sensitively)"
+            out_json[name] = {"error": why, "n": 0}
+            sec.text(f"{name}: PCD not computed: {why}.", "warn")
+            ev.warn("pcd", f"PCD target '{name}': not computed: {why}.", "pcd_empty_target")
+            ev.report.summary.append(Metric(f"PCD '{name}'", "not computed", "", why))
             continue
         try:
             res = compute_pcd(x, y, cfg.pcd, what=f"PCD target '{name}'")
         except PCDError as exc:
             out_json[name] = {"error": str(exc), "n": int(x.size)}
             sec.text(f"{name}: {exc}", "warn")
+            ev.warn("pcd", f"PCD target '{name}': not computed: {exc}", "pcd_failed")
+            ev.report.summary.append(Metric(f"PCD '{name}'", "not computed", "", f"n = {x.size} samples; see warnings"))
             continue
         out_json[name] = {**res.to_dict(), "missed": int(missed.sum())}
         done.append((name, res))

@@ -13,7 +13,7 @@ from perception_safety.report.html import Metric
 
 
 def run(ev: Evaluation, episodes: list[Any], notes: list[str], cfg: EvaluateConfig, out: Path) -> None:
-    from perception_safety.evaluation.returns import returns_report
+    from perception_safety.evaluation.returns import logged_config, returns_report
 
     sec = ev.report.section("Safety Gain / Residual Hazard / Availability Cost")
     sec.text(
@@ -23,7 +23,14 @@ def run(ev: Evaluation, episodes: list[Any], notes: list[str], cfg: EvaluateConf
     )
     for n in notes:
         sec.text(n, "warn")
-    doc = returns_report(episodes, cfg.returns)
+    rcfg = cfg.returns
+    logged = logged_config(episodes)
+    if "returns" not in cfg.model_fields_set and logged is not None:
+        rcfg = logged
+        sec.text("E1/E2 settings: the ones the episode runner recorded in the logs (the config has no `returns`).")
+    doc = returns_report(episodes, rcfg)
+    for w in doc.get("warnings", []):
+        ev.warn("returns", str(w), "returns_explained")
     ev.results["returns"] = doc
     (out / "returns.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
     rows = []

@@ -37,6 +37,11 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             except VerificationError as exc:
                 skipped[f"{env_name}/{variant}"] = str(exc)
                 sec.text(f"True environment '{env_name}', variant '{variant}' not checked: {exc}", "warn")
+                ev.warn(
+                    "verification",
+                    f"true environment '{env_name}', variant '{variant}': not checked: {exc}",
+                    "verification_skipped",
+                )
                 continue
             results += one.results
             chains += one.chains
@@ -54,6 +59,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
                                   "chains": chains, "skipped": skipped}
     if not results:
         sec.text("No true environment could be checked on these matrices.", "warn")
+        ev.warn("verification", "not computed: no true environment could be checked on these matrices", "no_results")
         return
     sweep = SweepResult(tuple(results), tuple(chains), specs)
     write_sweep_csv(d / "verification.csv", sweep.results)

@@ -1,0 +1,129 @@
+"""Which bags an evaluation reads, and the role and conditions of each (no silent inputs).
+
+A bag's role says what produced its detections: ``perception`` (f, the detector under test), ``monitored``
+(f with the runtime monitor braking), ``ground_truth`` (f*, *perfect* perception: detections = ground truth)
+or ``recording`` (anything else). The role comes from the bag's ``metadata.yaml`` ``custom_data``
+(``perception_safety.rollout``, written by the episode runner) or, for older bags, from the runner's folder
+layout ``bags/<episode>/<rollout>``. Bags of f* found inside a folder are excluded by default: evaluating a
+detector on its own ground truth inflates every metric.
+
+Conditions (perturbation, level, episode, weather, ...) of a bag come from ``custom_data`` keys
+``perception_safety.<name>`` and from an optional sidecar ``conditions.yaml`` (a flat mapping) in the bag folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from perception_safety.io.bag import BagError, find_bags
+from perception_safety.io.episode_log import ROLLOUTS
+
+CUSTOM_PREFIX = "perception_safety."
+ROLE_KEY = CUSTOM_PREFIX + "rollout"
+SIDECAR = "conditions.yaml"
+PERFECT = "ground_truth"
+RECORDING = "recording"
+ROLE_TEXT = {
+    "perception": "perception rollout (f, the detector under test)",
+    "monitored": "monitored rollout (f with the runtime monitor braking)",
+    "ground_truth": "perfect-perception rollout (f*, detections = ground truth)",
+    "recording": "recording",
+}
+
+
+@dataclass(frozen=True)
+class BagInput:
+    """One bag found in the inputs: its role, how it was found, its conditions, and why it is excluded (if so)."""
+
+    path: Path
+    role: str
+    named: bool
+    """True when the bag itself was named on the command line (not found by searching a folder)."""
+    conditions: Mapping[str, str] = field(default_factory=dict)
+    excluded: str = ""
+
+    def describe(self) -> str:
+        how = "named" if self.named else "found in a folder"
+        return f"{ROLE_TEXT.get(self.role, self.role)}, {how}" + (
+            f"; EXCLUDED: {self.excluded}" if self.excluded else ""
+        )
+
+
+def bag_metadata(path: Path) -> dict:
+    """The ``rosbag2_bagfile_information`` mapping of a bag's metadata.yaml (safe_load)."""
+    meta = path / "metadata.yaml"
+    try:
+        data = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise BagError(f"{meta}: cannot read: {exc}") from exc
+    info = data.get("rosbag2_bagfile_information") if isinstance(data, dict) else None
+    return info if isinstance(info, dict) else {}
+
+
+def bag_conditions(path: Path) -> dict[str, str]:
+    """``custom_data`` keys ``perception_safety.*`` (prefix dropped), then the sidecar ``conditions.yaml``."""
+    custom = bag_metadata(path).get("custom_data") or {}
+    out = {k[len(CUSTOM_PREFIX) :]: str(v) for k, v in custom.items() if str(k).startswith(CUSTOM_PREFIX)}
+    sidecar = path / SIDECAR
+    if sidecar.is_file():
+        try:
+            extra = yaml.safe_load(sidecar.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as exc:
+            raise BagError(f"{sidecar}: not valid YAML: {exc}") from exc
+        if not isinstance(extra, dict) or any(isinstance(v, dict | list) for v in extra.values()):
+            raise BagError(f"{sidecar}: expected a flat mapping of condition name to value")
+        out.update({str(k): str(v) for k, v in extra.items()})
+    return out
+
+
+def bag_role(path: Path, conditions: Mapping[str, str]) -> str:
+    """The rollout recorded in the metadata, else the runner layout ``bags/<episode>/<rollout>``, else 'recording'."""
+    role = conditions.get("rollout")
+    if role in ROLLOUTS:
+        return role
+    if path.name in ROLLOUTS and path.parent.parent.name == "bags":
+        return path.name
+    return RECORDING
+
+
+def select_bags(inputs: Iterable[str | Path], include_perfect: bool = False) -> list[BagInput]:
+    """Every bag of ``inputs`` with its role; f* bags found in a folder are excluded unless ``include_perfect``.
+
+    A bag named directly is always read (its role is still listed and warned about by the caller).
+    """
+    out: list[BagInput] = []
+    seen: set[Path] = set()
+    for item in inputs:
+        p = Path(item)
+        named = (p / "metadata.yaml").is_file() or p.name == "metadata.yaml" or p.suffix in (".mcap", ".db3")
+        for bag in find_bags([p]):
+            if bag in seen:
+                continue
+            seen.add(bag)
+            cond = bag_conditions(bag)
+            role = bag_role(bag, cond)
+            excluded = ""
+            if role == PERFECT and not named and not include_perfect:
+                excluded = "perfect-perception rollout found in a folder (pass --include-perfect-perception to read it)"
+            out.append(BagInput(bag, role, named, cond, excluded))
+    return out
+
+
+def used(inputs: Iterable[BagInput]) -> list[Path]:
+    """The paths of the inputs that are read."""
+    return [b.path for b in inputs if not b.excluded]
+
+
+def input_notes(inputs: Iterable[BagInput]) -> list[str]:
+    """One line per bag whose role changes what a metric means (for the commands' console notes)."""
+    lines = []
+    for b in inputs:
+        if b.excluded:
+            lines.append(f"{b.path}: not read: {b.excluded}")
+        elif b.role == PERFECT:
+            lines.append(f"{b.path}: {ROLE_TEXT[PERFECT]} is read: its detections equal the ground truth")
+    return lines
