@@ -48,7 +48,8 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     assert prov["version"] and prov["config_sha256"] and len(prov["inputs"]) == 2
     assert {i["role"] for i in res["input_roles"]} == {"perception"}
     assert res["input_roles"][1]["conditions"]["perturbation"] == "smoke"
-    surprises = {"unmapped_ground_truth", "unmapped_detections", "confusion_empty", "pcd_empty_target", "bbsl_image_size"}
+    surprises = {"unmapped_ground_truth", "unmapped_detections", "confusion_empty", "pcd_empty_target"}
+    surprises.add("bbsl_image_size")
     assert not {w["code"] for w in res["warnings"]} & surprises
     # A different sweep into the same folder is refused instead of mixing two configurations.
     other = small_demo_config(tmp_path, [{"name": "smoke", "levels": [3]}, {"name": "rain", "levels": [1]}])

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from perception_safety.evaluation.confusion.io import to_json_dict, write_csv, write_json
 from perception_safety.evaluation.confusion.metrics import ClassMetrics, class_metrics, metrics_to_json
-from perception_safety.evaluation.confusion.uncertainty import thin_column_messages, thin_columns, thin_columns_to_json
 from perception_safety.evaluation.confusion.types import DistanceConfusion
+from perception_safety.evaluation.confusion.uncertainty import thin_column_messages, thin_columns, thin_columns_to_json
 from perception_safety.pipeline.analyses.base import Evaluation, pct
 from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
