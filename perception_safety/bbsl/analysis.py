@@ -11,6 +11,7 @@ holds for every value of it. A failed property comes with a witness box.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -46,6 +47,7 @@ class AnalysisResult:
     non_redundant: bool
     precondition_satisfiable: bool
     counterexamples: dict[str, Any] = field(default_factory=dict)
+    solver_calls: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class AnalysisResult:
             "non_redundant": self.non_redundant,
             "precondition_satisfiable": self.precondition_satisfiable,
             "counterexamples": self.counterexamples,
+            "solver_calls": self.solver_calls,
         }
 
 
@@ -177,8 +180,17 @@ def analyse(
     bindings: Mapping[str, Binding],
     image_size: tuple[float, float],
     timeout_ms: int = 20000,
+    budget_s: float = 120.0,
+    max_overlaps: int = 10,
 ) -> AnalysisResult:
-    """Decide exhaustiveness, exclusiveness and non-redundancy (Definition 10) of ``checked``."""
+    """Decide exhaustiveness, exclusiveness and non-redundancy (Definition 10) of ``checked``.
+
+    The number of solver calls grows linearly with the number of cases, not with its square: exclusiveness is
+    one query "at least two cases hold" (plus at most ``max_overlaps`` - 1 more to show further overlapping
+    cases), and every model found marks all cases it satisfies as reachable, so non-redundancy only asks about
+    cases not yet seen. ``timeout_ms`` bounds one solver call and ``budget_s`` the whole analysis; running out
+    of either is an error saying what was decided so far, never a wrong verdict.
+    """
     bound = resolve_bindings(
         checked.exfunctions, checked.used_exfunctions, bindings, checked.source, allow_unbound=True
     )
@@ -186,17 +198,36 @@ def analyse(
     pre = [enc.enc(c) for c in checked.precondition]
     cases = [(name, enc.enc(ir)) for name, ir in checked.cases]
     domain = z3.And(*enc.domain, *pre)
+    deadline = time.monotonic() + budget_s
+    decided: dict[str, bool] = {}
+    calls = 0
 
     def solve(*extra):
+        nonlocal calls
+        left_ms = int((deadline - time.monotonic()) * 1000)
+        so_far = ", ".join(f"{k} = {v}" for k, v in decided.items()) or "nothing yet"
+        if left_ms <= 0:
+            raise BBSLError(
+                f"analysis: time budget of {budget_s:g} s used up after {calls} solver calls "
+                f"({len(cases)} cases); decided so far: {so_far}",
+                source=checked.source,
+            )
         s = z3.Solver()
-        s.set("timeout", timeout_ms)
+        s.set("timeout", min(timeout_ms, left_ms))
         s.add(domain, *extra)
+        calls += 1
         r = s.check()
         if r == z3.unknown:
-            raise BBSLError(f"analysis: the solver gave up ({s.reason_unknown()})", source=checked.source)
+            raise BBSLError(
+                f"analysis: the solver gave up ({s.reason_unknown()}) after {calls} calls; decided so far: {so_far}",
+                source=checked.source,
+            )
         return s.model() if r == z3.sat else None
 
-    def witness(model: z3.ModelRef) -> dict[str, Any]:
+    def holding(model: z3.ModelRef) -> list[int]:
+        return [i for i, (_, c) in enumerate(cases) if z3.is_true(model.eval(c, model_completion=True))]
+
+    def witness(model: z3.ModelRef, true_cases: list[int]) -> dict[str, Any]:
         (x0, x1), (y0, y1) = enc.subject
         out: dict[str, Any] = {"box": [_num(model, t) for t in (x0, y0, x1, y1)]}
         if enc.uses_exists:
@@ -212,27 +243,53 @@ def analyse(
                 else:
                     ex[name] = _num(model, val)
             out["exfunctions"] = ex
-        out["cases"] = [name for name, c in cases if z3.is_true(model.eval(c, model_completion=True))]
+        out["cases"] = [cases[i][0] for i in true_cases]
         return out
 
     counter: dict[str, Any] = {}
     names = tuple(n for n, _ in cases)
-    if solve() is None:
+    reached: set[int] = set()
+    m = solve()
+    if m is None:
         counter["precondition"] = "no box inside the image satisfies the precondition"
-        return AnalysisResult(names, True, True, not names, False, counter)
+        return AnalysisResult(names, True, True, not names, False, counter, calls)
+    reached.update(holding(m))
     m = solve(*[z3.Not(c) for _, c in cases])
     exhaustive = m is None
+    decided["exhaustive"] = exhaustive
     if m is not None:
-        counter["exhaustive"] = witness(m)
+        counter["exhaustive"] = witness(m, holding(m))
     overlaps = []
-    for i in range(len(cases)):
-        for j in range(i + 1, len(cases)):
-            m = solve(cases[i][1], cases[j][1])
-            if m is not None:
-                overlaps.append(witness(m) | {"pair": [cases[i][0], cases[j][0]]})
+    terms = [c for _, c in cases]
+    at_least_two = z3.PbGe([(c, 1) for c in terms], 2) if len(terms) >= 2 else z3.BoolVal(False)
+    shown: set[int] = set()
+    extra: list[z3.BoolRef] = []
+    while len(overlaps) < max_overlaps:
+        m = solve(at_least_two, *extra)
+        if m is None:
+            break
+        true_cases = holding(m)
+        reached.update(true_cases)
+        first = next((i for i in true_cases if i not in shown), true_cases[0])
+        second = next(j for j in true_cases if j != first)
+        overlaps.append(witness(m, true_cases) | {"pair": [cases[min(first, second)][0], cases[max(first, second)][0]]})
+        shown.update(true_cases)
+        fresh = [terms[i] for i in range(len(terms)) if i not in shown]
+        if not fresh:
+            break
+        extra = [z3.Or(*fresh)]  # the next overlap involves a case not shown in any earlier one
+    decided["exclusionary"] = not overlaps
     if overlaps:
         counter["exclusionary"] = overlaps
-    unreachable = [name for name, c in cases if solve(c) is None]
+    while True:
+        unseen = [i for i in range(len(cases)) if i not in reached]
+        if not unseen:
+            break
+        m = solve(z3.Or(*[terms[i] for i in unseen]))
+        if m is None:
+            break
+        reached.update(holding(m))
+    unreachable = [name for i, (name, _) in enumerate(cases) if i not in reached]
     if unreachable:
         counter["non_redundant"] = {"unreachable": unreachable}
-    return AnalysisResult(names, exhaustive, not overlaps, not unreachable, True, counter)
+    return AnalysisResult(names, exhaustive, not overlaps, not unreachable, True, counter, calls)

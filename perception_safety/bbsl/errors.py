@@ -6,6 +6,9 @@ from collections.abc import Iterable
 
 from perception_safety.errors import PerceptionSafetyError
 
+_SHOWN = 100
+"""Characters of the offending source line shown under an error."""
+
 
 class BBSLError(PerceptionSafetyError):
     """A syntax, type, binding or analysis error in a BBSL specification.
@@ -42,6 +45,14 @@ class BBSLError(PerceptionSafetyError):
         if self.source_line is not None:
             shown = self.source_line.expandtabs(1).rstrip("\r")
             col = max(1, self.column or 1)
+            if len(shown) > _SHOWN:  # a window around the column, so a 10k-character line stays readable
+                start = max(0, min(col - 1 - _SHOWN // 2, len(shown) - _SHOWN))
+                shown = (
+                    ("..." if start else "")
+                    + shown[start : start + _SHOWN]
+                    + ("..." if start + _SHOWN < len(shown) else "")
+                )
+                col = col - start + (3 if start else 0)
             out += f"\n    {shown}\n    {' ' * (col - 1)}^"
         if self.expected:
             out += "\n  expected one of: " + ", ".join(self.expected)

@@ -37,6 +37,7 @@ class _Gen:
     # atom mode: comparisons of a subject coordinate with a constant (and `ex`) become inputs a[i]
     atom_mode: bool = False
     atoms: list[tuple] = field(default_factory=list)
+    atom_index: dict[tuple, int] = field(default_factory=dict)
 
     def tmp(self, code: str) -> str:
         name = f"t{self.n_tmp}"
@@ -93,9 +94,11 @@ class _Gen:
         return self.tmp(f"{_lit(a)} {op} {_lit(b)}")
 
     def atom(self, key: tuple) -> str:
-        if key not in self.atoms:
+        index = self.atom_index.get(key)
+        if index is None:
+            index = self.atom_index[key] = len(self.atoms)
             self.atoms.append(key)
-        return f"a[{self.atoms.index(key)}]"
+        return f"a[{index}]"
 
     # ---- IR -> value ----
     def value(self, node: IR, depth: int, ctx: tuple[str, ...]):

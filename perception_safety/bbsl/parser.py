@@ -7,6 +7,7 @@ offending text and the expected tokens.
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -158,12 +159,10 @@ class _ToAst(Transformer):
         return ast.Quant(kind, str(var), domain, body, _pos(kind_tok))
 
     def or_(self, meta, children):
-        left, op, right = children
-        return ast.Or(left, right, _pos(op))
+        return _balanced(ast.Or, children)
 
     def and_(self, meta, children):
-        left, op, right = children
-        return ast.And(left, right, _pos(op))
+        return _balanced(ast.And, children)
 
     def not_(self, meta, children):
         op, arg = children
@@ -208,6 +207,66 @@ class _ToAst(Transformer):
         return ast.Proj(axis, part, arg, _pos(tok))
 
 
+def _balanced(node: type[ast.And] | type[ast.Or], children: list) -> ast.Expr:
+    """Fold ``e0 OP e1 OP e2 ...`` into a balanced tree (and/or are associative); each node keeps its operator's
+    position, so errors still point at the right ``and``/``or``."""
+    operands, ops = children[0::2], children[1::2]
+
+    def fold(lo: int, hi: int) -> ast.Expr:  # operands[lo:hi], hi - lo >= 1; depth log2(n)
+        if hi - lo == 1:
+            return operands[lo]
+        mid = (lo + hi) // 2
+        return node(fold(lo, mid), fold(mid, hi), _pos(ops[mid - 1]))
+
+    return fold(0, len(operands))
+
+
+_NESTING = re.compile(r"//[^\n]*|\"[^\"\n]*\"|[()\[\]]|\b(?:not|let|forall|exists)\b|[¬∀∃]|!(?!=)|\S")
+
+
+def _deepest(text: str) -> tuple[int, int, int]:
+    """(depth, line, column) of the most deeply nested point: brackets, plus the `let`/quantifier scopes open at
+    each bracket level and the current run of `not`s (each nests one level); used to place 'nested too deeply'."""
+    depth, run, best = 0, 0, (0, 1, 1)
+    scopes = [0]
+    for m in _NESTING.finditer(text):
+        tok = m.group()
+        if tok.startswith(("//", '"')):
+            continue
+        if tok in "([":
+            scopes.append(0)
+            run = 0
+        elif tok in ")]":
+            if len(scopes) > 1:
+                scopes.pop()
+            run = 0
+        elif tok in ("not", "¬", "!"):
+            run += 1
+        elif tok in ("let", "forall", "exists", "∀", "∃"):
+            scopes[-1] += 1
+            run = 0
+        else:
+            run = 0
+        depth = len(scopes) + sum(scopes) + run
+        if depth > best[0]:
+            line = text.count("\n", 0, m.start()) + 1
+            column = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
+            best = (depth, line, column)
+    return best
+
+
+def nesting_error(text: str, source: str) -> BBSLError:
+    depth, line, column = _deepest(text)
+    return BBSLError(
+        f"expression nested too deeply (about {depth} levels here; and/or chains of any length are fine, "
+        "but nested not/let/forall/exists/brackets must stay within a few hundred levels)",
+        source=source,
+        line=line,
+        column=column,
+        text=text,
+    )
+
+
 def parse_spec(text: str, source: str = "<spec>") -> ast.Spec:
     """Parse BBSL ``text``; ``source`` names it in errors. Raises only `BBSLError`."""
     if not isinstance(text, str):
@@ -222,10 +281,10 @@ def parse_spec(text: str, source: str = "<spec>") -> ast.Spec:
         if isinstance(orig, _Error):
             raise BBSLError(str(orig), source=source, line=orig.pos.line, column=orig.pos.column, text=text) from None
         if isinstance(orig, RecursionError):
-            raise BBSLError("expression nested too deeply", source=source) from None
+            raise nesting_error(text, source) from None
         raise BBSLError(f"cannot build the syntax tree: {orig}", source=source) from None
     except RecursionError:
-        raise BBSLError("expression nested too deeply", source=source) from None
+        raise nesting_error(text, source) from None
     except LarkError as exc:
         raise BBSLError(f"syntax error: {exc}", source=source) from None
 

@@ -209,4 +209,6 @@ def check_spec(spec: ast.Spec) -> CheckedSpec:
     try:
         return _Checker(spec).run()
     except RecursionError:
-        raise BBSLError("expression nested too deeply", source=spec.source) from None
+        from perception_safety.bbsl.parser import nesting_error
+
+        raise nesting_error(spec.text, spec.source) from None

@@ -35,6 +35,13 @@ def register(subparsers) -> None:
     common(c)
     c.add_argument("--json", action="store_true", help="print the result as JSON")
     c.add_argument("--strict", action="store_true", help="exit 1 when a property fails")
+    c.add_argument(
+        "--time-budget",
+        metavar="S",
+        type=float,
+        default=120.0,
+        help="total seconds the z3 analysis may take (default 120); running out is an error, never a verdict",
+    )
     c.set_defaults(func=run_check)
 
     e = sub.add_parser("eval", help="the cases that hold for given subject boxes")
@@ -51,6 +58,10 @@ def register(subparsers) -> None:
     t.set_defaults(func=run_test)
 
 
+MAX_IMAGE_SIDE = 100_000
+"""Largest image side accepted on the command line (pixels); beyond it a value is a typo, not a camera."""
+
+
 def _image_size(text: str | None, cfg: BBSLConfig) -> tuple[float, float]:
     if text is None:
         return cfg.image_size
@@ -58,8 +69,11 @@ def _image_size(text: str | None, cfg: BBSLConfig) -> tuple[float, float]:
         w, h = (float(v) for v in text.replace("x", ",").split(","))
     except ValueError:
         raise BBSLError(f"--image-size {text!r}: expected W,H, e.g. 1242,375", source="--image-size") from None
-    if not (w > 0 and h > 0):
-        raise BBSLError(f"--image-size {text!r}: width and height must be positive", source="--image-size")
+    if not (0 < w <= MAX_IMAGE_SIDE and 0 < h <= MAX_IMAGE_SIDE):  # also refuses nan and inf
+        raise BBSLError(
+            f"--image-size {text!r}: width and height must be positive and at most {MAX_IMAGE_SIDE} pixels",
+            source="--image-size",
+        )
     return (w, h)
 
 
@@ -88,7 +102,9 @@ def run_check(args) -> int:
     _, bindings, size = _setup(args)
     checked = check_source(Path(args.spec))
     try:
-        result = analyse(checked, bindings, size)
+        if not args.time_budget > 0:  # also refuses nan
+            raise BBSLError(f"--time-budget must be a positive number of seconds, got {args.time_budget}")
+        result = analyse(checked, bindings, size, budget_s=args.time_budget)
     except AnalysisUnsupportedError as exc:  # well-formed, but outside what the SMT encoding covers
         out = {"cases": list(checked.case_names), "exhaustive": None, "exclusionary": None, "non_redundant": None}
         out["counterexamples"] = {}
