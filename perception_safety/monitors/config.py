@@ -91,6 +91,11 @@ class PlausibilityConfig(_Strict):
     outside_tolerance_px: float = Field(default=2.0, ge=0.0)
     alarm_on_jump: bool = True
     alarm_on_outside: bool = True
+    # bounds on the work per frame (issue 19 item 2: 8k detections took 3.1 s and 2.6 GB in detections x tracks
+    # matrices); a real detector gives far fewer watched-class boxes per frame
+    max_detections: int = Field(default=256, ge=1, le=10_000,
+                                description="watched detections judged per frame (highest scores first)")
+    max_tracks: int = Field(default=256, ge=1, le=10_000, description="live tracks kept (most recently seen first)")
 
 
 class StopRegionConfig(_Strict):

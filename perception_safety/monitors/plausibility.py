@@ -6,6 +6,10 @@ then by centre distance, both one-to-one). A detection overlapping the *danger* 
 when it belongs to no track that was seen in the *warning* region (grown by a margin) in the
 previous ``history_frames`` frames. Also flagged: track jumps faster than ``max_jump_px_per_frame``
 and boxes outside the image (or of zero area).
+
+Bounded work per frame: at most ``max_detections`` watched detections (the highest-scoring; more give a WARN
+reason) are associated with at most ``max_tracks`` tracks (the most recently seen survive), so the detections x
+tracks matrices hold at most 256 x 256 entries with the defaults, and at most `MAX_REASONS` reasons are listed.
 """
 
 from __future__ import annotations
@@ -20,6 +24,9 @@ from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.monitors.config import PlausibilityConfig
 from perception_safety.monitors.geometry import centers, grow, intersection_areas, touches
+
+#: reasons listed per frame; the rest are summarised in one line (the counts are in the values)
+MAX_REASONS = 20
 
 
 def _fmt(box: np.ndarray) -> str:
@@ -116,6 +123,9 @@ class PlausibilityMonitor:
             n_outside = int(bad.sum())
 
         watched = [d for d in dets if d.class_id in self._watched]
+        n_dropped = max(0, len(watched) - cfg.max_detections)
+        if n_dropped:
+            watched = sorted(watched, key=lambda d: -d.score)[: cfg.max_detections]
         boxes = np.array([d.box.as_tuple() for d in watched], dtype=np.float64).reshape(-1, 4)
         classes = np.array([d.class_id for d in watched], dtype=object)
         assoc = self._associate(boxes, classes, k)
@@ -150,6 +160,11 @@ class PlausibilityMonitor:
 
         self._advance(boxes, classes, assoc, near_now, k)
         n_ghosts = int(ghosts.sum())
+        if len(reasons) > MAX_REASONS:
+            reasons[MAX_REASONS:] = [f"... and {len(reasons) - MAX_REASONS} more"]
+        if n_dropped:
+            reasons.append(f"{n_dropped + cfg.max_detections} watched detections: judged the {cfg.max_detections} "
+                           f"highest-scoring (max_detections), {n_dropped} not judged")
         alarm = n_ghosts > 0 or (cfg.alarm_on_jump and n_jumps > 0) or (cfg.alarm_on_outside and n_outside > 0)
         level = Level.ERROR if alarm else (Level.WARN if reasons else Level.OK)
         values = {
@@ -179,4 +194,9 @@ class PlausibilityMonitor:
         near_all = np.concatenate([t_near, near_now[new]])
         ids_all = np.concatenate([tr.ids, ids])
         alive = k - last_all < self.config.history_frames
+        if int(alive.sum()) > self.config.max_tracks:
+            # keep the most recently seen tracks (stable: among equals, the older track id first)
+            order = np.flatnonzero(alive)[np.argsort(-last_all[alive], kind="stable")]
+            alive = np.zeros_like(alive)
+            alive[order[: self.config.max_tracks]] = True
         self._tracks = _Tracks(boxes_all[alive], classes_all[alive], last_all[alive], near_all[alive], ids_all[alive])

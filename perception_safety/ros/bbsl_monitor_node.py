@@ -20,6 +20,7 @@ from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level
 from perception_safety.ros import convert
 from perception_safety.ros.diagnostics import InputHealth
+from perception_safety.ros.limits import DetectionLimits, check_count
 from perception_safety.ros.params import MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
 
@@ -56,6 +57,7 @@ class BBSLMonitorParams(_Strict):
     stale_level: Literal["stale", "error"] = "stale"
     diagnostics_period_s: float = Field(default=1.0, ge=MIN_DIAGNOSTICS_PERIOD_S, le=MAX_TIMEOUT_S)
     hardware_id: str = "camera"
+    limits: DetectionLimits = DetectionLimits()
 
 
 READ_ONLY = ("topics", "qos", "specs", "bbsl_config")
@@ -146,6 +148,7 @@ def make_node(name: str = NODE_NAME) -> Any:
         def _on_detections(self, raw: bytes) -> None:
             try:
                 self.health.received(self._now())
+                check_count(raw, self.params.config.limits, self.det_topic)  # before the (costly) decode
                 msg = convert.decode_cdr(raw, "vision_msgs/msg/Detection2DArray", self.det_topic)
                 stamp = convert.stamp_to_ns(msg.header.stamp)
                 frame = Frame(stamp_ns=stamp, detections=convert.detections_from_msg(msg, self.det_topic))

@@ -26,6 +26,7 @@ from perception_safety.io.episode_log import EpisodeLogWriter, EpisodeStep
 from perception_safety.monitors.base import MonitorResult
 from perception_safety.ros import convert
 from perception_safety.ros.diagnostics import InputHealth
+from perception_safety.ros.limits import DetectionLimits, check_count
 from perception_safety.ros.params import MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
 
 NODE_NAME = "returns_logger"
@@ -72,6 +73,7 @@ class ReturnsLoggerParams(_Strict):
     fsync: bool = True
     diagnostics_period_s: float = Field(default=1.0, ge=MIN_DIAGNOSTICS_PERIOD_S, le=MAX_TIMEOUT_S)
     stale_timeout_s: float = Field(default=2.0, gt=0.0, le=MAX_TIMEOUT_S)
+    limits: DetectionLimits = DetectionLimits()
 
 
 READ_ONLY = ("topics", "sync", "qos", "log_path", "monitor_name", "stop_name", "fsync", "diagnostics_period_s")
@@ -204,6 +206,12 @@ def make_node(name: str = NODE_NAME) -> Any:
                                              dict(monitor.values) if monitor else {}))
 
         def _on_gt(self, raw: bytes) -> None:
+            try:
+                check_count(raw, self.params.config.limits, self.topics["ground_truth"])
+            except convert.MessageError as exc:
+                self.health.received(self._now())
+                self.health.reject(self.topics["ground_truth"], str(exc))
+                return
             msg = self._decode("ground_truth", raw, "vision_msgs/msg/Detection2DArray")
             if msg is None:
                 return

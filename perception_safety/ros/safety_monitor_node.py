@@ -20,6 +20,7 @@ from perception_safety.monitors.composite import CompositeMonitor, build_runtime
 from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.ros import convert, transport
 from perception_safety.ros.diagnostics import InputHealth
+from perception_safety.ros.limits import DetectionLimits, check_count
 from perception_safety.ros.liveness import Liveness
 from perception_safety.ros.memory import keep_frame_buffers
 from perception_safety.ros.params import MAX_OPENCV_THREADS, MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
@@ -84,6 +85,7 @@ class SafetyMonitorParams(_Strict):
                                 description="cv2.setNumThreads for the node process: 0/1 no pool, -1 OpenCV default")
     keep_frame_buffers: bool = Field(default=True, description="glibc mallopt: reuse freed frame buffers")
     liveness: LivenessParams = LivenessParams()
+    limits: DetectionLimits = DetectionLimits()
     monitors: MonitorsConfig = MonitorsConfig()
 
     @model_validator(mode="after")
@@ -263,6 +265,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             try:
                 self.liveness.input(self.det_topic, self._now())
                 self.health.received(self._now())
+                check_count(raw, self.params.config.limits, self.det_topic)  # before the (costly) decode
                 msg = convert.decode_cdr(raw, "vision_msgs/msg/Detection2DArray", self.det_topic)
                 stamp = convert.stamp_to_ns(msg.header.stamp)
                 dets = convert.detections_from_msg(msg, self.det_topic)

@@ -49,9 +49,24 @@ def select_profile(env: MutableMapping[str, str] | None = None) -> str:
     path = Path(choice) if choice else packaged_profile()
     if path is None or not path.is_file():
         return BUILTIN
-    for var in PROFILE_VARS:
+    for var in _profile_vars(env):
         env[var] = str(path)
     return "package default"
+
+
+def _profile_vars(env: MutableMapping[str, str]) -> tuple[str, ...]:
+    """Fast DDS 3.x (Kilted on) reads FASTDDS_..., 2.x (Humble-Jazzy) FASTRTPS_... (3.x warns it is deprecated)."""
+    distro = env.get("ROS_DISTRO", "").lower()
+    if distro in ("humble", "iron", "jazzy"):
+        return PROFILE_VARS
+    try:
+        from importlib.metadata import version
+
+        if int(version("ros-rmw-fastrtps-cpp").split(".")[0]) < 9:  # the ros-jazzy-* wheels
+            return PROFILE_VARS
+    except Exception:  # not the pip wheels: a source/apt install of a newer distro
+        pass
+    return PROFILE_VARS[:1]
 
 
 def describe(env: MutableMapping[str, str] | None = None) -> dict[str, str]:

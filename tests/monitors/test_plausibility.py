@@ -111,3 +111,26 @@ def test_reset_forgets_tracks_and_is_deterministic() -> None:
     second = [mon.update(f) for f in seq]
     assert first == second
     assert first[-1].alarm
+
+
+def test_plausibility_work_per_frame_is_bounded():
+    """3000 watched boxes: at most max_detections judged, at most max_tracks kept, reasons capped."""
+    from perception_safety.core.types import Box, Detection, Frame
+    from perception_safety.monitors.config import PlausibilityConfig
+    from perception_safety.monitors.plausibility import MAX_REASONS, PlausibilityMonitor
+
+    mon = PlausibilityMonitor(PlausibilityConfig(image_size=(1280, 720), max_detections=64, max_tracks=100))
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    for k in range(2):
+        xy = rng.uniform((0, 0), (1200, 650), size=(3000, 2))
+        scores = rng.uniform(0.1, 0.9, size=3000)
+        scores[:64] = 0.95 + 0.0001 * np.arange(64)  # the 64 judged ones
+        dets = tuple(Detection(Box(x, y, x + 40.0, y + 60.0), "person", float(s))
+                     for (x, y), s in zip(xy, scores, strict=True))
+        r = mon.update(Frame(stamp_ns=k, detections=dets))
+        assert r.values["tracks"] <= 100
+        assert len(r.reasons) <= MAX_REASONS + 2
+        assert any("3000 watched detections: judged the 64 highest-scoring" in x for x in r.reasons)
+    assert r.level >= 1

@@ -100,7 +100,8 @@ class NodeProcess:
     """An installed node executable started as launch_ros starts it."""
 
     def __init__(self, executable: str, name: str, params_file: Path | None = None,
-                 remaps: dict[str, str] | None = None, log_dir: Path | None = None) -> None:
+                 remaps: dict[str, str] | None = None, log_dir: Path | None = None,
+                 memory_limit_bytes: int | None = None) -> None:
         args = [str(BIN / executable), "--ros-args", "-r", f"__node:={name}"]
         if params_file is not None:
             args += ["--params-file", str(params_file)]
@@ -110,7 +111,13 @@ class NodeProcess:
         out_dir = Path(log_dir or _LOG_DIR)
         self.out_path = out_dir / f"{name}-{os.getpid()}-{time.monotonic_ns()}.out"
         self._out = open(self.out_path, "w+b")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(args, env=dict(os.environ), stdout=self._out, stderr=subprocess.STDOUT)
+        def limit_memory() -> None:  # in the child: an address-space cap turns a memory blow-up into a failure
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit_bytes, memory_limit_bytes))
+
+        self.proc = subprocess.Popen(args, env=dict(os.environ), stdout=self._out, stderr=subprocess.STDOUT,
+                                     preexec_fn=limit_memory if memory_limit_bytes else None)
 
     def output(self) -> str:
         return self.out_path.read_text(errors="replace")

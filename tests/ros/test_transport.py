@@ -12,8 +12,11 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_default_is_the_shipped_shared_memory_profile():
     env: dict[str, str] = {}
     assert select_profile(env) == "package default"
-    assert {env[v] for v in PROFILE_VARS} and all(Path(env[v]).name == "fastdds_loopback_shm.xml" for v in PROFILE_VARS)
-    assert "<segment_size>67108864</segment_size>" in Path(env[PROFILE_VARS[0]]).read_text()
+    assert Path(env["FASTDDS_DEFAULT_PROFILES_FILE"]).name == "fastdds_loopback_shm.xml"
+    jazzy: dict[str, str] = {"ROS_DISTRO": "jazzy"}  # Fast DDS 2.x reads the older variable
+    select_profile(jazzy)
+    assert all(Path(jazzy[v]).name == "fastdds_loopback_shm.xml" for v in PROFILE_VARS)
+    assert "<segment_size>67108864</segment_size>" in Path(env["FASTDDS_DEFAULT_PROFILES_FILE"]).read_text()
     assert "SHM 64 MB" in describe(env)["transport"]
 
 
