@@ -67,13 +67,30 @@ def _finite_values(values: Mapping[str, float], where: str) -> dict[str, float]:
     return out
 
 
+def _values_with_nulls(values: Mapping[str, float]) -> tuple[dict[str, float | None], list[str]]:
+    """Values with non-finite ones as null (JSON has no NaN/inf), and the keys that were non-finite."""
+    out: dict[str, float | None] = {}
+    bad = []
+    for k, v in values.items():
+        fv = float(v)
+        out[str(k)] = fv if math.isfinite(fv) else None
+        if not math.isfinite(fv):
+            bad.append(str(k))
+    return out, bad
+
+
 class EpisodeLogWriter:
     """Appends episodes to a JSON Lines file; use as a context manager.
 
     ``begin_episode`` -> ``write_step`` per frame (t must increase) -> ``end_episode`` (flush + fsync).
     """
 
-    def __init__(self, path: str | Path, fsync: bool = True) -> None:
+    def __init__(self, path: str | Path, fsync: bool = True, nonfinite: str = "error") -> None:
+        """``nonfinite``: ``"error"`` refuses a NaN/inf value; ``"null"`` writes it as null and lists its key
+        under ``"nonfinite"`` in the step record (a live logger must not lose the step; readers get NaN back)."""
+        if nonfinite not in ("error", "null"):
+            raise ValueError(f"nonfinite must be 'error' or 'null', got {nonfinite!r}")
+        self.nonfinite = nonfinite
         self.path = Path(path)
         self._fsync = fsync
         self._fh: TextIO | None = None
@@ -148,7 +165,11 @@ class EpisodeLogWriter:
         }
         if step.reasons:
             rec["reasons"] = [str(r) for r in step.reasons]
-        if step.values:
+        if step.values and self.nonfinite == "null":
+            rec["values"], bad = _values_with_nulls(step.values)
+            if bad:
+                rec["nonfinite"] = bad
+        elif step.values:
             rec["values"] = _finite_values(step.values, f"{self.path}: episode {episode} t={step.t}")
         if step.frame is not None:
             rec["frame"] = frame_to_record(step.frame)
@@ -203,7 +224,7 @@ def _step_from_record(rec: dict[str, Any], where: str) -> EpisodeStep:
             alarm=rec.get("alarm", False),
             frame=frame,
             reasons=tuple(str(r) for r in rec.get("reasons", []) or []),
-            values={str(k): float(v) for k, v in values.items()},
+            values={str(k): math.nan if v is None else float(v) for k, v in values.items()},  # null: not finite
         )
     except KeyError as exc:
         raise EpisodeLogError(f"{where}: missing key {exc.args[0]!r}") from exc

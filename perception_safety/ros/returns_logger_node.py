@@ -14,6 +14,7 @@ Collisions: ``std_msgs/Header`` events on ``topics.collision`` (relay CARLA's Ca
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from perception_safety.core.types import EgoState, Frame, GroundTruthObject
 from perception_safety.io.episode_log import EpisodeLogWriter, EpisodeStep
-from perception_safety.monitors.base import MonitorResult
+from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.ros import convert
 from perception_safety.ros.diagnostics import InputHealth
 from perception_safety.ros.limits import DetectionLimits, check_count
@@ -49,6 +50,8 @@ class Topics(_Strict):
 class SyncParams(_Strict):
     slop_s: float = Field(default=0.025, ge=0.0, le=10.0)
     max_wait_s: float = Field(default=0.5, ge=0.0, le=60.0)
+    reorder_s: float = Field(default=0.2, ge=0.0, le=60.0,
+                             description="a frame waits this long for earlier-stamped frames arriving late")
 
 
 class QosParams(_Strict):
@@ -90,16 +93,34 @@ class _Pending:
 
 
 class StepAssembler:
-    """Joins frames (monitor results) with ground truth, ego state and collisions (no rclpy)."""
+    """Joins frames (monitor results) with ground truth, ego state and collisions (no rclpy).
 
-    def __init__(self, slop_ns: int, max_wait_s: float, running_speed: float) -> None:
+    Frames are kept ordered by stamp and each waits at least ``reorder_s`` for earlier-stamped frames, so a
+    collision lands on the frame whose interval (previous stamp, stamp] holds it even when frames arrive out of
+    order; a frame older than one already written is counted in ``late`` and dropped (it cannot be placed).
+    """
+
+    def __init__(self, slop_ns: int, max_wait_s: float, running_speed: float, reorder_s: float = 0.0) -> None:
         self.slop_ns, self.max_wait_s, self.running_speed = slop_ns, max_wait_s, running_speed
+        self.reorder_s = reorder_s
+        self.late = 0
         self.gt: deque[tuple[int, tuple[GroundTruthObject, ...]]] = deque(maxlen=200)
         self.ego: deque[tuple[int, EgoState]] = deque(maxlen=200)
         self.collisions: list[int] = []
         self.pending: deque[_Pending] = deque()
         self.prev_stamp: int | None = None
         self.running = True
+
+    def add(self, pending: _Pending) -> bool:
+        """Queue a frame in stamp order; False (counted in ``late``) if a later frame was already written."""
+        if self.prev_stamp is not None and pending.stamp <= self.prev_stamp:
+            self.late += 1
+            return False
+        i = len(self.pending)
+        while i > 0 and self.pending[i - 1].stamp > pending.stamp:
+            i -= 1
+        self.pending.insert(i, pending)
+        return True
 
     def _nearest(self, items: deque[tuple[int, Any]], stamp: int) -> Any | None:
         best = min(items, key=lambda it: abs(it[0] - stamp), default=None)
@@ -111,7 +132,8 @@ class StepAssembler:
         while self.pending:
             p = self.pending[0]
             gt, ego = self._nearest(self.gt, p.stamp), self._nearest(self.ego, p.stamp)
-            if (gt is None or ego is None) and not flush and now - p.arrived < self.max_wait_s:
+            waited = now - p.arrived  # an earlier-stamped frame may still arrive within reorder_s
+            if not flush and (waited < self.reorder_s or ((gt is None or ego is None) and waited < self.max_wait_s)):
                 break
             self.pending.popleft()
             if ego is not None:
@@ -152,9 +174,14 @@ def make_node(name: str = NODE_NAME) -> Any:
             super().__init__(name)
             self.params = NodeParams(self, ReturnsLoggerParams, READ_ONLY, on_change=self._reconfigure)
             p = self.params.config
-            self.writer = EpisodeLogWriter(p.log_path, fsync=p.fsync)
+            self.writer = EpisodeLogWriter(p.log_path, fsync=p.fsync, nonfinite="null")
             self.writer.open()
-            self.asm = StepAssembler(round(p.sync.slop_s * 1e9), p.sync.max_wait_s, p.running_speed_mps)
+            self.asm = StepAssembler(round(p.sync.slop_s * 1e9), p.sync.max_wait_s, p.running_speed_mps,
+                                     p.sync.reorder_s)
+            self.nonfinite_steps = 0
+            self.nonfinite_values = 0
+            self.unwritten_steps = 0
+            self.write_error = ""
             self.health = InputHealth(int(p.stale_timeout_s * 1e9), "stale", started_ns=self._now())
             self.current: tuple[str, str] | None = None
             self.t = 0
@@ -201,9 +228,11 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self.health.reject(self.topics["monitor_results"], f"bad result: {exc}")
                 return
             alarm = monitor.alarm if monitor else False
-            self.asm.pending.append(_Pending(convert.stamp_to_ns(msg.header.stamp), time.monotonic(), alarm, stop,
-                                             monitor.reasons if monitor else (),
-                                             dict(monitor.values) if monitor else {}))
+            stamp = convert.stamp_to_ns(msg.header.stamp)
+            if not self.asm.add(_Pending(stamp, time.monotonic(), alarm, stop, monitor.reasons if monitor else (),
+                                         dict(monitor.values) if monitor else {})):
+                self.health.reject(self.topics["monitor_results"],
+                                   f"frame stamp {stamp} arrived after a later frame was written: not logged")
 
         def _on_gt(self, raw: bytes) -> None:
             try:
@@ -269,8 +298,18 @@ def make_node(name: str = NODE_NAME) -> Any:
             for _stamp, step in self.asm.ready(time.monotonic(), flush):
                 if self.current is None:
                     self._begin(self.params.config.episode, self.params.config.rollout, {})
-                self.writer.write_step(EpisodeStep(self.t, step.running, step.collision, step.stop, step.alarm,
-                                                   step.frame, step.reasons, step.values))
+                bad = sum(1 for v in step.values.values() if not math.isfinite(v))
+                try:
+                    self.writer.write_step(EpisodeStep(self.t, step.running, step.collision, step.stop, step.alarm,
+                                                       step.frame, step.reasons, step.values))
+                except Exception as exc:  # counted and reported; the next steps are still written
+                    self.unwritten_steps += 1
+                    self.write_error = str(exc)
+                    self.get_logger().error(f"cannot write step: {exc}", throttle_duration_sec=1.0)
+                    continue
+                if bad:
+                    self.nonfinite_steps += 1
+                    self.nonfinite_values += bad
                 self.health.processed()
                 self.t += 1
 
@@ -284,7 +323,14 @@ def make_node(name: str = NODE_NAME) -> Any:
             now = self._now()
             level, message = self.health.level_message(now)
             values = self.health.values()
-            values.update(episodes=self.episodes, step=self.t)
+            values.update(episodes=self.episodes, step=self.t, nonfinite_steps=self.nonfinite_steps,
+                          nonfinite_values=self.nonfinite_values, late_frames=self.asm.late,
+                          unwritten_steps=self.unwritten_steps)
+            if self.unwritten_steps:
+                level, message = Level.ERROR, f"{self.unwritten_steps} step(s) not written: {self.write_error}"
+            elif self.nonfinite_steps and level == Level.OK:
+                level, message = Level.WARN, (f"{self.nonfinite_values} non-finite monitor value(s) in "
+                                              f"{self.nonfinite_steps} step(s), written as null")
             st = convert.status(f"{self.get_name()}: logger", level, message, values)
             self.pub_diag.publish(convert.diagnostic_array_msg([st], now))
             self.health.end_period()
