@@ -42,6 +42,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="input fingerprints in the provenance: 'metadata' = sha256 of metadata.yaml + file sizes (fast, "
         "default), 'full' = sha256 of every bag file (reads all bytes)",
     )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="gate on the config's requirements: exit 3 when any requirement fails or could not be evaluated",
+    )
     p.set_defaults(func=run)
 
 
@@ -56,8 +61,55 @@ def run(args: argparse.Namespace) -> int:
     ev = run_evaluate(
         args.inputs, cfg, text, args.out, args.jobs, console, args.episodes, args.include_perfect_perception, args.hash
     )
-    print_summary(ev, args.out, Console())
+    out_console = Console()
+    print_summary(ev, args.out, out_console)
+    block = ev.results.get("requirements")
+    if args.check and block is not None and block["overall"] != "PASS":
+        out_console.print(
+            Text(
+                f"--check: {block['failed']} requirement(s) failed, {block['not_evaluated']} not evaluated: exit 3",
+                style="bold red",
+            )
+        )
+        return CHECK_FAILED
     return 0
+
+
+CHECK_FAILED = 3
+"""Exit code of `evaluate --check` when a requirement fails or is not evaluated (2 = could not run)."""
+
+
+def print_requirements(block: dict, console: Console) -> None:
+    """PASS / FAIL / NOT EVALUATED per requirement with the measured value and the bound it was held to."""
+    from rich.table import Table
+
+    styles = {"PASS": "green", "FAIL": "bold red", "NOT EVALUATED": "yellow"}
+    table = Table(title=f"requirements: {block['overall']}")
+    for col in ("verdict", "requirement", "measured", "required", "interval", "n"):
+        wide = col == "requirement"
+        table.add_column(
+            col,
+            justify="right" if col in ("measured", "n") else "left",
+            no_wrap=not wide,
+            min_width=18 if wide else None,
+        )
+    for v in block["items"]:
+        measured = "-" if v["value"] is None else f"{v['value']:.4g}"
+        lo = "-" if v["lower"] is None else f"{v['lower']:.4g}"
+        hi = "-" if v["upper"] is None else f"{v['upper']:.4g}"
+        table.add_row(
+            Text(v["status"], style=styles[v["status"]]),
+            v["label"],
+            measured,
+            f"{v['bound']} {v['op']} {v['threshold']:g}",
+            f"[{lo}, {hi}]",
+            "-" if v["n"] is None else str(v["n"]),
+        )
+    console.print(table)
+    for v in block["items"]:
+        if v["status"] != "PASS":
+            line = f"{v['status']}: {v['label']}: {v['detail']}"
+            console.print(Text(line, style=styles[v["status"]]), soft_wrap=True)
 
 
 def print_summary(ev, out: Path, console: Console) -> None:
@@ -72,6 +124,8 @@ def print_summary(ev, out: Path, console: Console) -> None:
         value = f"{m.value:.4g}" if isinstance(m.value, float) else str(m.value)
         table.add_row(m.label, f"{value} {m.unit}".strip(), m.samples)
     console.print(table)
+    if ev.results.get("requirements"):
+        print_requirements(ev.results["requirements"], console)
     for bag, r in ev.results["data_quality"].items():
         unmatched = sum(r["unmatched"].values())
         if r["skipped"] or unmatched or r["missing_topics"]:

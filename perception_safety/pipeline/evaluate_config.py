@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.evaluation.confusion.config import ConfusionConfig
 from perception_safety.evaluation.pcd.compute import PCDConfig
+from perception_safety.evaluation.requirements.config import KnownNames, Requirement, check_names
 from perception_safety.evaluation.returns import ReturnsConfig
 from perception_safety.io.bag import BagConfig
 from perception_safety.io.config import ConfigError, load_yaml, model_from_mapping, quote_value
@@ -65,6 +66,8 @@ class EvaluateConfig(BaseModel):
     bbsl: BBSLConfig = BBSLConfig(image_size=(1280.0, 720.0), target_classes=["pedestrian", "person"])
     monitors: MonitorsConfig = MonitorsConfig()
     returns: ReturnsConfig = ReturnsConfig()
+    requirements: list[Requirement] = Field(default_factory=list)
+    """What the numbers must meet (docs/requirements.md); `evaluate --check` exits 3 unless all pass."""
     base_dir: str = "."
     """Folder that relative spec paths are resolved against (set to the config file's folder on load)."""
 
@@ -76,7 +79,34 @@ def load_evaluate_config(path: str | Path | None) -> tuple[EvaluateConfig, str]:
     data = load_yaml(path)
     _check_evaluate_sections(data, path)
     data["base_dir"] = str(Path(path).resolve().parent)
-    return model_from_mapping(data, EvaluateConfig, str(path)), Path(path).read_text(encoding="utf-8")
+    cfg = model_from_mapping(data, EvaluateConfig, str(path))
+    check_requirement_names(cfg, str(path))
+    return cfg, Path(path).read_text(encoding="utf-8")
+
+
+def known_names(cfg: EvaluateConfig) -> KnownNames:
+    """Specs, variants, classes, bin edges, targets ... that the config defines (for requirement selectors)."""
+    v, p = cfg.verification, cfg.pcd
+    return KnownNames(
+        specs=[*v.specs, *v.custom_specs],
+        variants=list(v.variants),
+        true_envs=list(v.true_envs),
+        max_speeds=list(v.max_speeds),
+        classes=list(cfg.confusion.classes),
+        bin_edges=list(cfg.confusion.bin_edges),
+        pcd_targets=[t.name for t in cfg.evaluate.pcd_targets],
+        pcd_y_t=sorted({p.y_t, *p.grid_y_t}),
+        pcd_p_t=sorted({p.p_t, *p.grid_p_t}),
+        bbsl_specs=list(cfg.evaluate.bbsl_specs),
+        bbsl_names=["pass_rate", *(f"iou_{t:g}" for t in cfg.bbsl.iou_thresholds)],
+    )
+
+
+def check_requirement_names(cfg: EvaluateConfig, source: str) -> None:
+    """Raise `ConfigError` naming ``source`` and the key of every requirement selector the config lacks."""
+    problems = check_names(cfg.requirements, known_names(cfg))
+    if problems:
+        raise ConfigError("\n".join(f"{source}: {key}: {msg}" for key, msg in problems))
 
 
 def _check_evaluate_sections(data: dict, path: str | Path) -> None:

@@ -11,10 +11,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from perception_safety.io.bag_inputs import ROLE_TEXT, BagInput, select_bags, used
-from perception_safety.pipeline.analyses import bbsl, confusion, pcd, quality, returns, verification
+from perception_safety.pipeline.analyses import bbsl, confusion, pcd, quality, requirements, returns, verification
 from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.evaluate import NothingUsableError, map_bags, reduce_partials
-from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.pipeline.evaluate_config import EvaluateConfig, check_requirement_names
 from perception_safety.pipeline.provenance import HashMode, header_lines, provenance
 from perception_safety.report.html import Report
 
@@ -51,6 +51,7 @@ def run_evaluate(
     Perfect-perception (f*) bags found in a folder are left out unless ``include_perfect`` (io.bag_inputs).
     """
     console = console or Console(stderr=True)
+    check_requirement_names(cfg, "config")
     out.mkdir(parents=True, exist_ok=True)
     found = select_bags(inputs, include_perfect)
     bags = used(found)
@@ -108,6 +109,7 @@ def run_evaluate(
             ev.timings[f"{name}_s"] = time.perf_counter() - ts
             bar.advance(task)
     quality.run(ev, red)
+    requirements.run(ev, cfg)
     ev.results["summary"] = [m.__dict__ for m in report.summary]
     ev.results["warnings"] = ev.warnings
     (out / "results.json").write_text(json.dumps(ev.results, indent=1) + "\n", encoding="utf-8")

@@ -23,6 +23,8 @@ h1{font-size:1.7em;margin-bottom:.2em}h2{border-bottom:2px solid #d0d7de;padding
 .card .v{font-size:1.5em;font-weight:600}.card .l{color:#57606a;font-size:.9em}
 .card .n{color:#57606a;font-size:.8em}
 .card.bad{border-color:#cf222e;background:#ffebe9}.card.good{border-color:#1a7f37;background:#dafbe1}
+.card.na{border-color:#9a6700;background:#fff8c5}td.good{background:#dafbe1;font-weight:600}
+td.bad{background:#ffebe9;font-weight:600}td.na{background:#fff8c5}
 table{border-collapse:collapse;margin:.8em 0;font-size:.9em}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:right}
 th{background:#f6f8fa}td:first-child,th:first-child{text-align:left}
@@ -42,7 +44,7 @@ class Metric:
     value: float | str
     unit: str = ""
     samples: str = ""
-    verdict: str = ""  # "good", "bad" or ""
+    verdict: str = ""  # "good", "bad", "na" (a requirement on it was not evaluated) or ""
 
     def formatted(self) -> str:
         if isinstance(self.value, float):
@@ -86,6 +88,37 @@ def _cell(value: Any) -> str:
     return html.escape(str(value))
 
 
+_VERDICT_CSS = {"PASS": "good", "FAIL": "bad", "NOT EVALUATED": "na"}
+
+
+def _blocks_html(s: Section) -> list[str]:
+    """A section's paragraphs, tables and figures (a table cell reading PASS/FAIL/NOT EVALUATED is coloured)."""
+    out = []
+    for kind, payload in s.blocks:
+        if kind == "text":
+            text, css = payload
+            out.append(f"<p class='{css}'>{html.escape(text)}</p>")
+        elif kind == "table":
+            header, rows, caption = payload
+            cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
+            head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
+
+            def td(c: Any) -> str:
+                css = _VERDICT_CSS.get(c) if isinstance(c, str) else None
+                return f"<td class='{css}'>{_cell(c)}</td>" if css else f"<td>{_cell(c)}</td>"
+
+            body = "".join("<tr>" + "".join(td(c) for c in r) + "</tr>" for r in rows)
+            out.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        else:
+            png, caption = payload
+            data = base64.b64encode(png).decode("ascii")
+            out.append(f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>")
+            if caption:
+                out.append(f"<figcaption class='note'>{html.escape(caption)}</figcaption>")
+            out.append("</figure>")
+    return out
+
+
 @dataclass
 class Report:
     """The report under construction; `render` gives the HTML text, `write` the file."""
@@ -96,6 +129,8 @@ class Report:
     summary_notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
+    lead: list[Section] = field(default_factory=list)
+    """Sections shown first, before warnings and summary (the requirement verdicts)."""
     config_text: str = ""
     inputs: list[Any] = field(default_factory=list)
     """One entry per input: a path, or a row of ``input_header`` columns (path, role, hash, ...)."""
@@ -118,6 +153,9 @@ class Report:
             out.append(f"<p class='sub'>{html.escape(self.subtitle)}</p>")
         if self.header:
             out.append("<div class='prov'>" + "<br>".join(html.escape(h) for h in self.header) + "</div>")
+        for i, s in enumerate(self.lead):
+            out.append(f"<h2 id='lead{i}'>{html.escape(s.title)}</h2>")
+            out += _blocks_html(s)
         if self.warnings:
             out.append(f"<h2 id='warnings'>Warnings ({len(self.warnings)})</h2><ul class='warn'>")
             out += [f"<li>{html.escape(w)}</li>" for w in self.warnings]
@@ -140,23 +178,7 @@ class Report:
             )
         for i, s in enumerate(self.sections):
             out.append(f"<h2 id='s{i}'>{html.escape(s.title)}</h2>")
-            for kind, payload in s.blocks:
-                if kind == "text":
-                    text, css = payload
-                    out.append(f"<p class='{css}'>{html.escape(text)}</p>")
-                elif kind == "table":
-                    header, rows, caption = payload
-                    cap = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-                    head = "".join(f"<th>{html.escape(str(h))}</th>" for h in header)
-                    body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>" for r in rows)
-                    out.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-                else:
-                    png, caption = payload
-                    data = base64.b64encode(png).decode("ascii")
-                    out.append(f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>")
-                    if caption:
-                        out.append(f"<figcaption class='note'>{html.escape(caption)}</figcaption>")
-                    out.append("</figure>")
+            out += _blocks_html(s)
         out.append("<h2 id='inputs'>Configuration and inputs</h2>")
         if self.input_header:
             head = "".join(f"<th>{html.escape(h)}</th>" for h in self.input_header)

@@ -102,8 +102,10 @@ def test_confusion_command_writes_and_prints_the_warnings(tmp_path: Path, capsys
     data = tmp_path / "scene.jsonl"
     write_jsonl_frames(data, hand_scene())
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("confusion:\n  classes: {ped: [ped], obs: [obs]}\n  bin_edges: [0, 10, 20, 30]\n  alpha: 0.1\n"
-                   "  min_samples: 3\n  plots: false\n")
+    cfg.write_text(
+        "confusion:\n  classes: {ped: [ped], obs: [obs]}\n  bin_edges: [0, 10, 20, 30]\n  alpha: 0.1\n"
+        "  min_samples: 3\n  plots: false\n"
+    )
     out = tmp_path / "out"
     assert main(["confusion", str(data), "--config", str(cfg), "--out", str(out)]) == 0
     doc = json.loads((out / "confusion.json").read_text())

@@ -1,0 +1,68 @@
+"""`evaluate --check` on recorded bags: verdicts printed, in results.json and first in the report; exit 3 on FAIL."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scipy.stats import binomtest
+
+from perception_safety.cli import main
+from perception_safety.evaluation.confusion.accumulate import confusion_from_frames
+from perception_safety.pipeline.evaluate_config import load_evaluate_config
+
+BASE = "evaluate: {analyses: [confusion]}\nconfusion: {classes: {ped: [pedestrian], obs: [car]}}\n"
+
+
+def write(tmp_path, name: str, requirements: str):
+    path = tmp_path / name
+    path.write_text(BASE + "requirements:\n" + requirements)
+    return path
+
+
+def test_check_fails_with_exit_3_and_the_report_leads_with_the_verdicts(recorded_bags, tmp_path, capsys):
+    root, frames, _ = recorded_bags
+    reqs = (
+        "  - {metric: recall, class: ped, bound: lower, at_least: 0.1}\n"
+        "  - {id: near recall, metric: recall, class: ped, distance: [0, 20], bound: lower, at_least: 0.99}\n"
+        "  - {metric: verification, spec: phi, variant: prop, true_env: ped, at_least: 0.5}\n"
+    )
+    cfg_path = write(tmp_path, "gate.yaml", reqs)
+    out = tmp_path / "out"
+    code = main(["evaluate", str(root), "--config", str(cfg_path), "--out", str(out), "--check"])
+    assert code == 3
+    printed = capsys.readouterr().out
+    assert "FAIL" in printed and "NOT EVALUATED" in printed and "exit 3" in printed
+    block = json.loads((out / "results.json").read_text())["requirements"]
+    assert (block["overall"], block["passed"], block["failed"], block["not_evaluated"]) == ("FAIL", 1, 1, 1)
+    near = block["items"][1]
+    # Independent reference: the ped column of bins [0, 10) and [10, 20) counted from the frames directly.
+    cfg, _ = load_evaluate_config(cfg_path)
+    cm = confusion_from_frames(frames, cfg.confusion).class_cm[:2].sum(axis=0)
+    k, n = int(cm[0, 0]), int(cm[:, 0].sum())
+    ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    assert near["label"] == "near recall" and near["n"] == n and near["value"] == pytest.approx(ref.low)
+    assert near["status"] == "FAIL" and block["items"][2]["detail"].startswith("the verification analysis did not run")
+    html = (out / "report.html").read_text()
+    assert html.index(">Requirements<") < html.index(">Summary<")
+    assert "class='card bad'" in html  # the near-range requirement has no card of its own: added, red
+    assert "class='card good'" in html  # the pooled recall card, coloured by its requirement
+    # Without --check the same run exits 0 (gating only on request).
+    assert main(["evaluate", str(root), "--config", str(cfg_path), "--out", str(out)]) == 0
+
+
+def test_check_passes_and_bad_selectors_are_config_errors(recorded_bags, tmp_path, capsys):
+    root, _, _ = recorded_bags
+    ok = write(tmp_path, "ok.yaml", "  - {metric: recall, class: ped, at_least: 0.1}\n")
+    assert main(["evaluate", str(root), "--config", str(ok), "--out", str(tmp_path / "o"), "--check"]) == 0
+    bad = write(
+        tmp_path, "bad.yaml", "  - {metric: recall, class: ped}\n  - {metric: recall, class: pedx, at_least: 0.1}\n"
+    )
+    assert main(["evaluate", str(root), "--config", str(bad), "--out", str(tmp_path / "b"), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "bad.yaml" in err and "requirements.0" in err and "at_least" in err
+    bad2 = write(tmp_path, "bad2.yaml", "  - {metric: recall, class: pedx, distance: [0, 25], at_least: 0.1}\n")
+    assert main(["evaluate", str(root), "--config", str(bad2), "--out", str(tmp_path / "b"), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "bad2.yaml: requirements.0.class: unknown class 'pedx'" in err
+    assert "bad2.yaml: requirements.0.distance: unknown bin edge 25" in err
