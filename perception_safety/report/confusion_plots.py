@@ -142,5 +142,6 @@ def plot_rates(metrics: Sequence[ClassMetrics], path: str | Path, alpha: float =
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("rate")
-    axes[0].legend(fontsize=8, title="class (hollow: thin bin; dotted: pooled)", title_fontsize=7)
+    if axes[0].get_legend_handles_labels()[0]:
+        axes[0].legend(fontsize=8, title="class (hollow: thin bin; dotted: pooled)", title_fontsize=7)
     return _save(fig, Path(path), dpi)
