@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from perception_safety.evaluation.confusion.types import DistanceConfusion
-from perception_safety.verification.bounds import SpecBounds, spec_bounds
 from perception_safety.verification.builder import AbstractSystem, MarkovChain, ObservationModel, build_chain
 from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
 from perception_safety.verification.config import GeometryConfig, TrueEnvConfig, VerificationConfig
@@ -25,8 +24,8 @@ from perception_safety.verification.controllers import ResolvedController, resol
 from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.export import export_drn, export_prism_explicit
-from perception_safety.verification.interval_chain import build_interval_chain
 from perception_safety.verification.specs import check, resolve_specs
+from perception_safety.verification.uncertainty import chain_bounds, chain_posterior, posterior_draws
 
 FORMAT = "perception_safety.verification/1"
 
@@ -153,6 +152,7 @@ def run_sweep(
         for env_name in cfg.true_envs:
             counted = counted_observations(confusion, variant, cfg.true_envs[env_name], cfg.beyond_last_bin, name)
             obs = counted.model(cfg.alpha if cfg.bounds.enabled else None)
+            draws = posterior_draws(counted, cfg, variant, env_name)
             for V in cfg.max_speeds:
                 t0 = time.perf_counter()
                 g, system = car_system(confusion, cfg, variant, env_name, V, controller)
@@ -166,20 +166,30 @@ def run_sweep(
                 where = f"{variant}/{env_name}/V={V}"
                 bounds, info = chain_bounds(system, obs, specs, cfg, where, warnings)
                 t3 = time.perf_counter()
+                post = chain_posterior(system, obs, draws, specs, cfg, warnings)
+                t4 = time.perf_counter()
                 for spec_name in specs:
-                    b = bounds.get(spec_name)
-                    for s, v in zip(starts, v0.tolist(), strict=True):
-                        results.append({
+                    b, q = bounds.get(spec_name), post.get(spec_name)
+                    for i, (s, v) in enumerate(zip(starts, v0.tolist(), strict=True)):
+                        row = {
                             "variant": variant, "true_env": env_name, "spec": spec_name, "max_speed": V,
                             "initial_speed": int(v), "probability": float(values[spec_name][s]),
                             "lower": None if b is None else float(b.lower[s]),
                             "upper": None if b is None else float(b.upper[s]),
-                        })
+                        }
+                        if draws is not None:
+                            row.update({
+                                "posterior_lower": None if q is None else float(q.lower[i]),
+                                "posterior_upper": None if q is None else float(q.upper[i]),
+                                "posterior_mean": None if q is None else float(q.mean[i]),
+                            })
+                        results.append(row)
                 chains.append({
                     "variant": variant, "true_env": env_name, "max_speed": V, "n_states": chain.n_states,
                     "n_transitions": chain.n_transitions, "road_cells": g.road_cells, "stop_cell": g.stop_cell,
                     "crosswalk_cell": g.crosswalk_cell, **info, "build_seconds": round(t1 - t0, 6),
                     "check_seconds": round(t2 - t1, 6), "bounds_seconds": round(t3 - t2, 6),
+                    "posterior_seconds": round(t4 - t3, 6),
                 })
                 if export_dir is not None and cfg.export != "none":
                     stem = Path(export_dir) / f"{variant}_{env_name}_V{V}"
@@ -188,28 +198,6 @@ def run_sweep(
                     if cfg.export in ("prism", "both"):
                         export_prism_explicit(chain, stem)
     return SweepResult(tuple(results), tuple(chains), specs, tuple(dict.fromkeys(warnings)))
-
-
-def chain_bounds(
-    system: AbstractSystem, obs: ObservationModel, specs: dict[str, str], cfg: VerificationConfig, where: str,
-    warnings: list[str],
-) -> tuple[dict[str, SpecBounds], dict[str, Any]]:
-    """Interval chain + Storm bounds of every spec; unsupported specs and widened bounds become warnings."""
-    if not cfg.bounds.enabled:
-        return {}, {}
-    ichain = build_interval_chain(system, obs)
-    out: dict[str, SpecBounds] = {}
-    for spec_name, b in spec_bounds(ichain, specs, cfg.bounds.cyclic_horizon).items():
-        if isinstance(b, VerificationError):
-            warnings.append(f"spec {spec_name!r}: no interval bounds ({b})")
-            continue
-        if not b.exact and b.residual > 1e-9:
-            warnings.append(f"{where}, spec {spec_name!r}: the chain has cycles; bounds are sound but widened by "
-                            f"{b.residual:.3g} (probability mass still undecided after {b.horizon} steps)")
-        out[spec_name] = b
-    horizons = {name: b.horizon for name, b in out.items()}
-    return out, {"interval_transitions": ichain.n_transitions, "bounds_horizon": max(horizons.values(), default=0),
-                 "bounds_exact": all(b.exact for b in out.values())}
 
 
 def to_json_dict(sweep: SweepResult, matrices: str, confusion: DistanceConfusion,
@@ -232,8 +220,11 @@ def to_json_dict(sweep: SweepResult, matrices: str, confusion: DistanceConfusion
 
 
 def bounds_description(cfg: VerificationConfig) -> dict[str, Any]:
-    """What ``lower``/``upper`` mean, for readers of verification.json (docs/verification.md, "Bounds")."""
+    """What ``lower``/``upper`` and ``posterior_*`` mean, for readers of verification.json (docs/verification.md)."""
     return {
+        "posterior": {**cfg.posterior.model_dump(), "method": "Dirichlet(counts + prior) per confusion column and "
+                      "bin, whole matrices drawn (columns shared by all states); equal-tailed credible interval "
+                      "of P(phi) over the draws"},
         "enabled": cfg.bounds.enabled,
         "alpha": cfg.alpha,
         "method": "interval DTMC: per bin and true column, two-sided Clopper-Pearson interval of each P(obs | env) "

@@ -7,7 +7,7 @@ import pytest
 
 from perception_safety.evaluation.confusion.io import load_matrices
 from perception_safety.evaluation.intervals import clopper_pearson
-from perception_safety.verification.bounds import spec_bounds
+from perception_safety.verification.bounds import certify, robust_bellman, spec_bounds
 from perception_safety.verification.builder import AbstractSystem, ObservationModel, build_chain
 from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
 from perception_safety.verification.counted import CountedObservations
@@ -17,6 +17,7 @@ from perception_safety.verification.interval_chain import (
     build_interval_chain,
     interval_storm_model,
 )
+from perception_safety.verification.reach import until_structure
 from perception_safety.verification.specs import BUILTIN_SPECS, check
 
 from .conftest import REFERENCE
@@ -116,12 +117,39 @@ def test_storm_bounds_equal_independent_robust_value_iteration(seed, cyclic):
         assert b.residual < 1e-12
 
 
-def test_acyclic_bounds_use_the_exact_depth_and_short_cyclic_horizons_stay_sound():
-    rng = np.random.default_rng(11)
-    chain, lo, hi = random_chain(rng, 10, cyclic=False)
-    b = spec_bounds(chain, {"reach": 'P=? [F "g"]'})["reach"]
-    assert b.exact and b.residual == 0.0 and b.horizon <= chain.n_states
+def test_certified_fast_path_equals_the_exact_bounded_path(monkeypatch):
+    """Storm's unbounded until on the lifted chain, certified in numpy, vs bounded until on the original."""
+    import perception_safety.verification.bounds as bounds_mod
+
+    for seed in range(4):
+        chain, _, _ = random_chain(np.random.default_rng(20 + seed), 10, cyclic=False)
+        fast = spec_bounds(chain, FORMULAS)
+        monkeypatch.setattr(bounds_mod, "CERTIFY_TOLERANCE", -1.0)  # every certificate "fails"
+        exact = spec_bounds(chain, FORMULAS)
+        monkeypatch.undo()
+        for name in FORMULAS:
+            assert fast[name].method == "certified" and fast[name].residual < 1e-12
+            assert exact[name].method == "bounded" and exact[name].residual == 0.0 and exact[name].exact
+            np.testing.assert_allclose(fast[name].lower, exact[name].lower, atol=1e-12)
+            np.testing.assert_allclose(fast[name].upper, exact[name].upper, atol=1e-12)
+
+
+def test_certificate_rejects_a_wrong_candidate():
+    chain, lo, hi = random_chain(np.random.default_rng(5), 10, cyclic=False)
+    g = chain.labels["g"]
+    truth = robust_until(lo, hi, np.ones(10, dtype=bool), g, True)
+    st = until_structure(chain.indptr, chain.indices, np.ones(10, dtype=bool), g)
+    assert st.maybe.any() and not st.cyclic
+    assert certify(chain, truth, st.maybe, st.depth, True) < 1e-12
+    wrong = truth.copy()
+    wrong[np.flatnonzero(st.maybe)[0]] += 0.01
+    assert certify(chain, wrong, st.maybe, st.depth, True) >= 0.01 - 1e-12
+    np.testing.assert_allclose(robust_bellman(chain, truth, True)[st.maybe], truth[st.maybe], atol=1e-12)
+
+
+def test_short_cyclic_horizons_stay_sound():
     chain, lo, hi = random_chain(np.random.default_rng(3), 10, cyclic=True)
+    assert until_structure(chain.indptr, chain.indices, np.ones(10, dtype=bool), chain.labels["g"]).cyclic
     everywhere = np.ones(10, dtype=bool)
     truth_lo = robust_until(lo, hi, everywhere, chain.labels["g"], False)
     truth_hi = robust_until(lo, hi, everywhere, chain.labels["g"], True)

@@ -80,12 +80,18 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             w = worst.get(r["variant"])
             if w is None or r["probability"] < w["probability"]:
                 worst[r["variant"]] = r
-    rows = [[v, w["probability"], _num(w.get("lower")), _num(w.get("upper")), w["max_speed"], w["initial_speed"]]
-            for v, w in worst.items()]
+    post = any("posterior_lower" in w for w in worst.values())
+    rows = [[v, w["probability"], _num(w.get("lower")), _num(w.get("upper")),
+             *([_num(w.get("posterior_lower")), _num(w.get("posterior_upper"))] if post else []),
+             w["max_speed"], w["initial_speed"]] for v, w in worst.items()]
+    pc = vcfg.posterior
     sec.table(
-        ["variant", f"worst P({spec})", "lower", "upper", "at V", "at v0"], rows,
+        ["variant", f"worst P({spec})", "lower", "upper", *(["posterior lower", "posterior upper"] if post else []),
+         "at V", "at v0"], rows,
         f"Worst case over all (V, v0), true environment '{env}'; lower/upper: interval chain (Clopper–Pearson per "
-        f"confusion column at joint level {1 - vcfg.alpha:g}, Bonferroni; Storm IDTMC min/max)",
+        f"confusion column at joint level {1 - vcfg.alpha:g}, Bonferroni; Storm IDTMC min/max)"
+        + (f"; posterior: {pc.level:g} credible interval, Dirichlet(counts + {pc.prior:g}) per column, {pc.draws} "
+           "whole-matrix draws" if post else ""),
     )
     for v, w in worst.items():
         ev.report.summary.append(

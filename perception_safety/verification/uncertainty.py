@@ -1,0 +1,74 @@
+"""Per-chain uncertainty for the sweep: interval-chain bounds (Storm) and the Dirichlet posterior of P(φ).
+
+Both read a spec as constrained reachability (`reach.reach_form`); a spec of another shape gets no bounds and
+no posterior, and says so in a warning (never a silent number).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+
+from perception_safety.verification.bounds import SpecBounds, spec_bounds
+from perception_safety.verification.builder import AbstractSystem, ObservationModel
+from perception_safety.verification.config import VerificationConfig
+from perception_safety.verification.counted import CountedObservations
+from perception_safety.verification.errors import VerificationError
+from perception_safety.verification.interval_chain import build_interval_chain
+from perception_safety.verification.posterior import PosteriorSummary, chain_skeleton, posterior_values, summarise
+
+
+def unsupported(spec: str, exc: VerificationError) -> str:
+    return f"spec {spec!r}: no interval bounds or posterior for this formula ({exc})"
+
+
+def chain_bounds(
+    system: AbstractSystem, obs: ObservationModel, specs: dict[str, str], cfg: VerificationConfig, where: str,
+    warnings: list[str],
+) -> tuple[dict[str, SpecBounds], dict[str, Any]]:
+    """Interval chain + Storm bounds of every spec; unsupported specs and widened bounds become warnings."""
+    if not cfg.bounds.enabled:
+        return {}, {}
+    ichain = build_interval_chain(system, obs)
+    out: dict[str, SpecBounds] = {}
+    for spec_name, b in spec_bounds(ichain, specs, cfg.bounds.cyclic_horizon).items():
+        if isinstance(b, VerificationError):
+            warnings.append(unsupported(spec_name, b))
+            continue
+        if not b.exact and b.residual > 1e-9:
+            warnings.append(f"{where}, spec {spec_name!r}: the chain has cycles; bounds are sound but widened by "
+                            f"{b.residual:.3g} (probability mass still undecided after {b.horizon} steps)")
+        out[spec_name] = b
+    horizons = {name: b.horizon for name, b in out.items()}
+    return out, {"interval_transitions": ichain.n_transitions, "bounds_horizon": max(horizons.values(), default=0),
+                 "bounds_exact": all(b.exact for b in out.values())}
+
+
+def posterior_draws(counted: CountedObservations, cfg: VerificationConfig, variant: str,
+                    env_name: str) -> np.ndarray | None:
+    """``[draw, bin, outcome]`` for one (variant, environment), seeded by ``posterior.seed`` and the names
+    (the same draws whichever other variants or environments run beside it)."""
+    if not cfg.posterior.enabled:
+        return None
+    key = zlib.crc32(f"{variant}/{env_name}".encode())
+    rng = np.random.default_rng([cfg.posterior.seed, key])
+    return counted.sample(rng, cfg.posterior.draws, cfg.posterior.prior)
+
+
+def chain_posterior(
+    system: AbstractSystem, obs: ObservationModel, draws: np.ndarray | None, specs: dict[str, str],
+    cfg: VerificationConfig, warnings: list[str],
+) -> dict[str, PosteriorSummary]:
+    """Credible interval of P(φ) at the initial states for every spec (batched absorbing-chain solves)."""
+    if draws is None:
+        return {}
+    values = posterior_values(chain_skeleton(system, obs), draws, specs)
+    out = {}
+    for name, v in values.items():
+        if isinstance(v, VerificationError):
+            warnings.append(unsupported(name, v))
+        else:
+            out[name] = summarise(v, cfg.posterior.level)
+    return out
