@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench_verification import LABELS, synthetic_matrices  # the same synthetic detector (script directory)
 
 from perception_safety.evaluation.confusion.io import load_matrices
 from perception_safety.verification.bounds import spec_bounds
@@ -30,21 +31,15 @@ from perception_safety.verification.specs import BUILTIN_SPECS, check
 from perception_safety.verification.sweep import car_system, counted_observations
 from perception_safety.verification.uncertainty import posterior_draws
 
-LABELS = ["ped", "obs", "empty"]
 SPECS = {"stop_at_k": BUILTIN_SPECS["stop_at_k"], "phi": BUILTIN_SPECS["phi"]}
 REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / \
     "dist_confusion_matrices_nuscenes_yolov3.json"
 
 
-def synthetic_counts(road_cells: int, per_column: int = 400, bin_m: float = 10.0):
-    """10 m bins over the road; pedestrian recall falls with distance; ``per_column`` samples per true label."""
-    n = int(road_cells // bin_m) + 2
-    recall = np.clip(0.6 * np.exp(-np.arange(n) / 8.0), 0.01, 1.0)
-    p = np.zeros((n, 3, 3))
-    p[:, 0, 0], p[:, 1, 0], p[:, 2, 0] = recall, 0.02, 0.98 - recall
-    p[:, 0, 1], p[:, 1, 1], p[:, 2, 1] = 0.01, 0.5, 0.49
-    p[:, 2, 2] = 1.0
-    return np.round(p * per_column), [(bin_m * i, bin_m * (i + 1)) for i in range(n)]
+def synthetic_counts(road_cells: int, per_column: int = 400):
+    """bench_verification's synthetic matrices as counts: ``per_column`` samples per true label and bin."""
+    p, edges = synthetic_matrices(road_cells)
+    return np.round(p * per_column), edges
 
 
 def interval_vs_point(V: int) -> tuple[int, int, dict[str, float]]:

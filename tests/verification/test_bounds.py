@@ -229,3 +229,25 @@ def test_reference_v1_band_is_clopper_pearson_of_bin0_ped_given_ped(confusion):
     assert b.upper[s0] == pytest.approx(float(hi), abs=1e-12)
     p = check(build_chain(system, obs), BUILTIN_SPECS["phi"])[s0]
     assert p == pytest.approx(31 / 158, abs=1e-12) and lo < p < hi
+
+
+def test_counted_intervals_are_per_column_clopper_pearson_and_products_for_two_objects(confusion):
+    counts = confusion.counts("class")
+    one = CountedObservations.for_class(counts, confusion.class_labels, ["ped"], confusion.bin_edges)
+    lo, hi = one.intervals(0.05)
+    col = counts[:, :, 0]  # true ped, every bin
+    want_lo, want_hi = clopper_pearson(col, col.sum(axis=1, keepdims=True) + 0 * col, 0.05 / 3)
+    np.testing.assert_allclose(lo, want_lo, atol=0)
+    np.testing.assert_allclose(hi, want_hi, atol=0)
+    two = CountedObservations.for_class(counts, confusion.class_labels, ["ped", "obs"], confusion.bin_edges)
+    assert two.comparisons == 6  # 3 labels x 2 distinct true columns
+    lo2, hi2 = two.intervals(0.05)
+    p2 = two.probabilities()
+    assert np.all(lo2 <= p2) and np.all(p2 <= hi2)
+    a_lo, a_hi = clopper_pearson(counts[0, 0, 0], counts[0, :, 0].sum(), 0.05 / 6)
+    b_lo, b_hi = clopper_pearson(counts[0, 2, 1], counts[0, :, 1].sum(), 0.05 / 6)
+    o = two.outcomes.index(("ped", "empty"))
+    assert lo2[0, o] == pytest.approx(a_lo * b_lo, rel=1e-12) and hi2[0, o] == pytest.approx(a_hi * b_hi, rel=1e-12)
+    empty = CountedObservations.for_prop(np.zeros((1, 2, 2)), ["a", "none"], "a", [(0, 1)], "none")
+    lo0, hi0 = empty.intervals(0.05)
+    assert lo0.tolist() == [[0.0, 0.0]] and hi0.tolist() == [[1.0, 1.0]]  # n = 0: [0, 1]

@@ -140,6 +140,20 @@ def test_config_errors_name_file_and_key(tmp_path):
         load_model(p, VerificationConfig, section="verification")
 
 
+@pytest.mark.parametrize(("text", "key"), [
+    ("alpha: 1.5", "verification.alpha"),
+    ("posterior: {prior: 0}", "verification.posterior.prior"),
+    ("posterior: {level: 1.0}", "verification.posterior.level"),
+    ("bounds: {cyclic_horizon: 0}", "verification.bounds.cyclic_horizon"),
+    ("posterior: {draws: 5}", "verification.posterior.draws"),
+])
+def test_bad_uncertainty_settings_name_the_key(tmp_path, text, key):
+    p = tmp_path / "v.yaml"
+    p.write_text(f"verification:\n  {text}\n")
+    with pytest.raises(ConfigError, match=rf"v.yaml: {key}"):
+        load_model(p, VerificationConfig, section="verification")
+
+
 def test_csv_has_full_precision(tmp_path):
     rows = ({"variant": "class", "true_env": "ped", "spec": "phi", "max_speed": 1, "initial_speed": 1,
              "probability": 1 / 3, "lower": 0.1, "upper": None},)
