@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from perception_safety.detectors.config import HOGConfig
 from perception_safety.evaluation.returns import E1Config, ReturnsConfig
 from perception_safety.io.bag import BagTopics
 from perception_safety.sim.builtin import BuiltinConfig
@@ -47,6 +48,26 @@ def _default_returns() -> ReturnsConfig:
     return ReturnsConfig(e1=E1Config(classes=("pedestrian",)))
 
 
+class EpisodeDetectorConfig(DetectorModelConfig):
+    """Key ``detector``: the simulated detector's model, or (``kind``) a real image detector on the perturbed image.
+
+    ``kind: simulated`` (default) draws detections from ground truth (`DetectorModel`); ``hog`` runs OpenCV's HOG
+    people detector and ``onnx`` an ONNX Runtime model described by the YAML file ``onnx_model``
+    (`perception_safety.detectors`); their settings are ignored by the simulated model and vice versa.
+    """
+
+    kind: Literal["simulated", "hog", "onnx"] = "simulated"
+    onnx_model: Path | None = Field(default=None, description="kind onnx: the model's YAML (relative: to this file)")
+    onnx_threads: int = Field(default=1, ge=1, le=64)
+    hog: HOGConfig = HOGConfig()
+
+    @model_validator(mode="after")
+    def _needs_model(self) -> EpisodeDetectorConfig:
+        if self.kind == "onnx" and self.onnx_model is None:
+            raise ValueError("kind onnx needs onnx_model (the YAML file describing the model)")
+        return self
+
+
 class EpisodesConfig(_Strict):
     """The ``episodes`` section."""
 
@@ -57,7 +78,7 @@ class EpisodesConfig(_Strict):
         default=None, description="None: every perturbation of perception_safety.monitors.perturbations, every level"
     )
     include_clean: bool = Field(default=False, description="add one unperturbed episode per scenario")
-    detector: DetectorModelConfig = DetectorModelConfig()
+    detector: EpisodeDetectorConfig = EpisodeDetectorConfig()
     builtin: BuiltinConfig = BuiltinConfig()
     carla: CarlaConfig = CarlaConfig()
     record: RecordConfig = RecordConfig()
@@ -80,5 +101,8 @@ def load_episodes_config(path: str | Path | None) -> EpisodesConfig:
         cfg = cfg.model_copy(update={"monitors_file": Path(path).parent / cfg.monitors_file})
     if path is not None and cfg.detector.confusion_file is not None and not cfg.detector.confusion_file.is_absolute():
         det = cfg.detector.model_copy(update={"confusion_file": Path(path).parent / cfg.detector.confusion_file})
+        cfg = cfg.model_copy(update={"detector": det})
+    if path is not None and cfg.detector.onnx_model is not None and not cfg.detector.onnx_model.is_absolute():
+        det = cfg.detector.model_copy(update={"onnx_model": Path(path).parent / cfg.detector.onnx_model})
         cfg = cfg.model_copy(update={"detector": det})
     return cfg

@@ -43,6 +43,7 @@ from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.monitors.perturbations import PERTURBATIONS, frame_seed, perturb
 from perception_safety.sim.builtin import BuiltinBackend
 from perception_safety.sim.config import EpisodesConfig
+from perception_safety.sim.detector_adapter import ImageDetectorAdapter, build_image_detector, frame_detector
 from perception_safety.sim.detector_model import DetectorModel, ground_truth_detections
 from perception_safety.sim.render import Renderer, SceneTextures
 from perception_safety.sim.scenario import Backend, Control, Observation, ScenarioConfig
@@ -174,6 +175,7 @@ class EpisodeEngine:
         self.monitors = monitors or MonitorsConfig()
         self._renderers: dict[str, Renderer] = {}
         self._carla: Any = None
+        self._image_detector: ImageDetectorAdapter | None = None  # episodes.detector.kind hog/onnx, built once
         self.times = StageTimes()
 
     # -- backends ---------------------------------------------------------------------------------
@@ -197,11 +199,10 @@ class EpisodeEngine:
     def run(self, spec: EpisodeSpec) -> tuple[dict[str, _Rollout], StageTimes]:
         """The three rollouts of one episode (nothing written)."""
         times = StageTimes()
-        det = DetectorModel(
-            self.cfg.detector,
-            focal_px=_focal(spec.scenario),
-            image_size=(spec.scenario.camera.width, spec.scenario.camera.height),
-        )
+        if self._image_detector is None and self.cfg.detector.kind != "simulated":
+            self._image_detector = build_image_detector(self.cfg.detector)
+        det = frame_detector(self.cfg.detector, self._image_detector, _focal(spec.scenario),
+                             (spec.scenario.camera.width, spec.scenario.camera.height))
         rollouts = {r: _Rollout(r, build_runtime_monitor(self.monitors)) for r in ROLLOUTS}
         if self.backend_name == "builtin":
             self._run_lockstep(spec, rollouts, det, times)
