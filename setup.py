@@ -16,6 +16,7 @@ setup(
         (f"share/{PACKAGE}/launch", glob("launch/*.launch.py")),
         (f"share/{PACKAGE}/config", glob("config/*.yaml") + glob("config/*.xml")),
         (f"share/{PACKAGE}/config/specs", glob("config/specs/*.bbsl")),
+        (f"share/{PACKAGE}/config/detectors", glob("config/detectors/*.yaml")),
         (f"share/{PACKAGE}/config/controllers", glob("config/controllers/*.csv")),
     ],
     package_data={PACKAGE: ["io/msg/vision_msgs/*.msg", "bbsl/*.lark"]},
@@ -31,6 +32,7 @@ setup(
             "safety_monitor = perception_safety.ros.safety_monitor_node:main",
             "bbsl_monitor = perception_safety.ros.bbsl_monitor_node:main",
             "returns_logger = perception_safety.ros.returns_logger_node:main",
+            "detector = perception_safety.ros.detector_node:main",
         ],
     },
 )

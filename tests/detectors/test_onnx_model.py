@@ -139,3 +139,17 @@ def test_hog_needs_an_opencv_with_hog():
     else:  # the pinned OpenCV 5 wheel: building it says why, instead of failing later
         with pytest.raises(DetectorError, match="has no HOGDescriptor"):
             build_detector(DetectorConfig(kind="hog"))
+
+
+def test_shipped_model_description_and_node_params_validate():
+    import yaml
+
+    from perception_safety.detectors.onnx_model import load_spec
+    from perception_safety.ros.detector_node import DetectorNodeParams
+
+    root = Path(__file__).resolve().parents[2]
+    spec = load_spec(root / "config" / "detectors" / "yolov8.yaml")
+    assert len(spec.classes) == 80 and spec.classes[0] == "person" and spec.output.decoder == "yolo"
+    doc = yaml.safe_load((root / "config" / "detector.yaml").read_text())
+    params = DetectorNodeParams.model_validate(doc["detector"]["ros__parameters"])
+    assert params.detector.kind == "onnx" and params.topics.detections == "/detections"

@@ -101,8 +101,10 @@ class NodeProcess:
 
     def __init__(self, executable: str, name: str, params_file: Path | None = None,
                  remaps: dict[str, str] | None = None, log_dir: Path | None = None,
-                 memory_limit_bytes: int | None = None) -> None:
-        args = [str(BIN / executable), "--ros-args", "-r", f"__node:={name}"]
+                 memory_limit_bytes: int | None = None, module: str | None = None) -> None:
+        # ``module``: run ``python -m module`` instead of the console script (same main(), same arguments)
+        head = [str(BIN / "python"), "-m", module] if module else [str(BIN / executable)]
+        args = [*head, "--ros-args", "-r", f"__node:={name}"]
         if params_file is not None:
             args += ["--params-file", str(params_file)]
         for src, dst in (remaps or {}).items():
