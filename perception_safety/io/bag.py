@@ -36,6 +36,9 @@ class BagTopics(BaseModel):
     model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     image: str = "/camera/image_raw"
+    """sensor_msgs/Image; CompressedImage is written to and read from ``<image>/compressed``."""
+    camera_info: str = "/camera/camera_info"
+    """sensor_msgs/CameraInfo per image (size and intrinsics; an image of another size is skipped on read)."""
     detections: str = "/detections"
     ground_truth: str = "/ground_truth"
     ego: str = "/ego/odometry"
@@ -60,16 +63,27 @@ class BagConfig(BaseModel):
 
 _TYPES = {
     "image": bm.IMAGE_TYPE,
+    "camera_info": bm.CAMERA_INFO_TYPE,
     "detections": bm.DETECTIONS_TYPE,
     "ground_truth": bm.DETECTIONS_TYPE,
     "ego": bm.ODOMETRY_TYPE,
 }
 _DECODE = {
-    "image": bm.image_from_msg,
+    "camera_info": bm.camera_info_size,
     "detections": bm.detections_from_msg,
     "ground_truth": bm.ground_truth_from_msg,
     "ego": bm.ego_from_msg,
 }
+_IMAGE_DECODE = {bm.IMAGE_TYPE: bm.image_from_msg, bm.COMPRESSED_IMAGE_TYPE: bm.compressed_image_from_msg}
+COMPRESSED_SUFFIX = "/compressed"
+
+
+@dataclass(frozen=True)
+class CameraInfoSpec:
+    """What a recording's sensor_msgs/CameraInfo carries: ``size = (width, height)``, ``k = (fx, fy, cx, cy)``."""
+
+    size: tuple[int, int]
+    k: tuple[float, float, float, float]
 
 
 @dataclass(frozen=True)
@@ -122,17 +136,27 @@ def write_frames(
     topics: BagTopics | None = None,
     monitor_results: Iterable[Sequence[MonitorResult]] | None = None,
     custom_data: Mapping[str, str] | None = None,
+    compressed: Iterable[bytes | None] | None = None,
+    camera_info: CameraInfoSpec | None = None,
+    jpeg_quality: int | None = None,
 ) -> int:
     """Record frames as a new rosbag2 directory ``path``; returns the number of frames written.
 
     ``monitor_results`` (one sequence per frame, in frame order) go on ``topics.monitor_results``;
     ``custom_data`` (string pairs, e.g. the rollout and the episode's conditions) goes into metadata.yaml.
+    Images: ``compressed`` (one JPEG payload or None per frame) or ``jpeg_quality`` (encode ``frame.image``)
+    write ``sensor_msgs/CompressedImage`` on ``<topics.image>/compressed``; otherwise ``frame.image`` is written
+    raw. With ``camera_info`` a CameraInfo goes with every image; an image of another size is refused.
     """
+    from perception_safety.io.image_codec import encode_jpeg, jpeg_size
+
     topics = topics or BagTopics()
     path = Path(path)
     if path.exists():
         raise BagError(f"{path}: already exists; bags are never overwritten")
     store = ros2_typestore()
+    as_jpeg = compressed is not None or jpeg_quality is not None
+    payloads = iter(compressed) if compressed is not None else None
     n = 0
     try:
         with Writer(path, version=9, storage_plugin=_plugin(storage)) as writer:
@@ -140,9 +164,16 @@ def write_frames(
                 writer.set_custom_data(key, str(value))
             conns = {
                 role: writer.add_connection(name, _TYPES[role], typestore=store)
-                for role in ("image", "detections", "ground_truth", "ego")
+                for role in ("detections", "ground_truth", "ego")
                 if (name := getattr(topics, role))
             }
+            image_conn = info_conn = None
+            if topics.image:
+                image_type = bm.COMPRESSED_IMAGE_TYPE if as_jpeg else bm.IMAGE_TYPE
+                image_topic = topics.image + COMPRESSED_SUFFIX if as_jpeg else topics.image
+                image_conn = writer.add_connection(image_topic, image_type, typestore=store)
+                if camera_info is not None and topics.camera_info:
+                    info_conn = writer.add_connection(topics.camera_info, bm.CAMERA_INFO_TYPE, typestore=store)
             results = iter(monitor_results) if monitor_results is not None and topics.monitor_results else None
             status_conn = (
                 writer.add_connection(topics.monitor_results, bm.DIAGNOSTICS_TYPE, typestore=store) if results else None
@@ -150,11 +181,30 @@ def write_frames(
             for frame in frames:
                 t = int(frame.stamp_ns)
                 msgs = {
-                    "image": None if frame.image is None else bm.image_to_msg(frame.image, t),
                     "detections": bm.detections_to_msg(frame.detections, t),
                     "ground_truth": bm.ground_truth_to_msg(frame.ground_truth, t),
                     "ego": None if frame.ego is None else bm.ego_to_msg(frame.ego, t),
                 }
+                if image_conn is not None:
+                    payload = next(payloads) if payloads is not None else None
+                    if payload is None and as_jpeg and frame.image is not None:
+                        payload = encode_jpeg(frame.image, jpeg_quality or 90)
+                    image_msg = None
+                    if payload is not None:
+                        size = jpeg_size(payload) if camera_info is not None else None
+                        image_msg = bm.compressed_image_to_msg(payload, t)
+                    elif frame.image is not None and not as_jpeg:
+                        size = frame.image.shape[1::-1]
+                        image_msg = bm.image_to_msg(frame.image, t)
+                    if image_msg is not None:
+                        if camera_info is not None and tuple(size) != tuple(camera_info.size):
+                            raise InvalidValueError(
+                                f"image size {size[0]}x{size[1]} disagrees with camera_info "
+                                f"{camera_info.size[0]}x{camera_info.size[1]}")
+                        writer.write(image_conn, t, store.serialize_cdr(image_msg, image_conn.msgtype))
+                        if info_conn is not None:
+                            info = bm.camera_info_to_msg(camera_info.size, camera_info.k, t)
+                            writer.write(info_conn, t, store.serialize_cdr(info, bm.CAMERA_INFO_TYPE))
                 for role, conn in conns.items():
                     if msgs[role] is not None:
                         writer.write(conn, t, store.serialize_cdr(msgs[role], _TYPES[role]))
@@ -165,7 +215,7 @@ def write_frames(
     except InvalidValueError as exc:
         raise BagError(f"{path}: frame #{n}: {exc}") from exc
     except StopIteration:
-        raise BagError(f"{path}: frame #{n}: fewer monitor results than frames") from None
+        raise BagError(f"{path}: frame #{n}: fewer monitor results or images than frames") from None
     return n
 
 
@@ -267,19 +317,25 @@ def _connections(
 ) -> dict[str, Any]:
     by_topic = {c.topic: c for c in reader.connections}
     conns: dict[str, Any] = {}
-    for role in ("image", "detections", "ground_truth", "ego"):
+    for role in ("image", "camera_info", "detections", "ground_truth", "ego"):
         name = getattr(topics, role)
-        if not name or (role == "image" and not with_images and topics.anchor != "image"):
+        images_off = not with_images and topics.anchor != "image"
+        if not name or (role in ("image", "camera_info") and images_off):
             continue
         conn = by_topic.get(name)
+        if conn is None and role == "image":  # image_transport's compressed topic
+            conn = by_topic.get(name + COMPRESSED_SUFFIX)
+            name = conn.topic if conn is not None else name
         if conn is None:
             if role == topics.anchor:
                 available = ", ".join(f"{t} ({c.msgtype})" for t, c in sorted(by_topic.items())) or "none"
                 raise BagError(f"{bag}: anchor topic {name} ({role}) not in the bag; topics present: {available}")
-            report.missing_topics.append((bag, name))
+            if role != "camera_info":  # optional: checks the image size when recorded
+                report.missing_topics.append((bag, name))
             continue
-        if conn.msgtype != _TYPES[role]:
-            raise BagError(f"{bag}: topic {name} has type {conn.msgtype}, expected {_TYPES[role]} for {role}")
+        expected = tuple(_IMAGE_DECODE) if role == "image" else (_TYPES[role],)
+        if conn.msgtype not in expected:
+            raise BagError(f"{bag}: topic {name} has type {conn.msgtype}, expected {' or '.join(expected)} for {role}")
         conns[role] = conn
     return conns
 
@@ -367,6 +423,12 @@ def _read_open(
             if role != "image" and idx[i] >= 0:
                 parts[role] = decoded[role][1][idx[i]]
         image = next(images) if images is not None else None
+        if image is not None and "camera_info" in parts:
+            try:
+                bm.check_image_size(image, parts["camera_info"])
+            except InvalidValueError as exc:
+                report.skipped.append(SkippedMessage(bag, conns["image"].topic, int(joined["image"][i]), str(exc)))
+                image = None
         if topics.anchor == "image" and with_images and image is None:
             continue  # the anchor image itself was malformed: already reported
         report.frames += 1
@@ -415,7 +477,8 @@ def _iter_images(
                 raise BagError(f"{bag}: {conn.topic}: bag data unreadable (truncated or corrupt?): {exc}") from exc
             if index in needed:
                 try:
-                    cache[index] = bm.image_from_msg(store.deserialize_cdr(memoryview(raw), conn.msgtype))
+                    msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
+                    cache[index] = _IMAGE_DECODE[conn.msgtype](msg)
                 except InvalidValueError as exc:
                     report.skipped.append(SkippedMessage(bag, conn.topic, index, str(exc)))
                     cache[index] = None

@@ -1,6 +1,8 @@
 """Conversion between core values and rosbags message objects (the wire layout of DESIGN.md).
 
-- camera: ``sensor_msgs/Image``, encodings rgb8 / bgr8 / mono8 (read as RGB or mono);
+- camera: ``sensor_msgs/Image``, encodings rgb8 / bgr8 / mono8 (read as RGB or mono), or
+  ``sensor_msgs/CompressedImage`` (JPEG/PNG, image_transport's ``<camera>/image_raw/compressed``; decoded
+  once with OpenCV, `image_codec`), with ``sensor_msgs/CameraInfo`` (size and pinhole intrinsics);
 - detections and ground truth: ``vision_msgs/Detection2DArray``; a box travels as centre and size,
   the class and score in ``results[0].hypothesis``, a ground-truth object's ego-frame position in
   ``results[0].pose.pose.position`` (metres; distance = its norm) and its track id in ``id``;
@@ -22,6 +24,8 @@ from perception_safety.io.typestore import ros2_typestore
 from perception_safety.monitors.base import Level, MonitorResult
 
 IMAGE_TYPE = "sensor_msgs/msg/Image"
+COMPRESSED_IMAGE_TYPE = "sensor_msgs/msg/CompressedImage"
+CAMERA_INFO_TYPE = "sensor_msgs/msg/CameraInfo"
 DETECTIONS_TYPE = "vision_msgs/msg/Detection2DArray"
 ODOMETRY_TYPE = "nav_msgs/msg/Odometry"
 DIAGNOSTICS_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
@@ -82,6 +86,55 @@ def image_from_msg(msg: Any) -> np.ndarray:
     if enc == "bgr8":
         img = img[:, :, ::-1]
     return np.ascontiguousarray(img)
+
+
+def compressed_image_to_msg(payload: bytes, stamp_ns: int, frame_id: str = "camera", fmt: str = "jpeg") -> Any:
+    """Encoded image bytes as a sensor_msgs/CompressedImage (``format`` as image_transport writes it)."""
+    return _t(COMPRESSED_IMAGE_TYPE)(
+        header=header(stamp_ns, frame_id),
+        format=f"rgb8; {fmt} compressed bgr8",
+        data=np.frombuffer(payload, dtype=np.uint8),
+    )
+
+
+def compressed_image_from_msg(msg: Any) -> np.ndarray:
+    """A sensor_msgs/CompressedImage as HxWx3 RGB / HxW mono uint8 (`image_codec.decode`)."""
+    from perception_safety.io.image_codec import decode
+
+    return decode(msg.data)
+
+
+def camera_info_to_msg(
+    size: tuple[int, int], k: tuple[float, float, float, float], stamp_ns: int, frame_id: str = "camera"
+) -> Any:
+    """A sensor_msgs/CameraInfo: ``size = (width, height)``, ``k = (fx, fy, cx, cy)``, no distortion."""
+    fx, fy, cx, cy = (float(v) for v in k)
+    kmat = np.array([fx, 0.0, cx, 0.0, fy, cy, 0.0, 0.0, 1.0])
+    pmat = np.array([fx, 0.0, cx, 0.0, 0.0, fy, cy, 0.0, 0.0, 0.0, 1.0, 0.0])
+    roi = _t("sensor_msgs/msg/RegionOfInterest")(x_offset=0, y_offset=0, height=0, width=0, do_rectify=False)
+    return _t(CAMERA_INFO_TYPE)(
+        header=header(stamp_ns, frame_id), height=int(size[1]), width=int(size[0]), distortion_model="plumb_bob",
+        d=np.zeros(5), k=kmat, r=np.eye(3).reshape(-1), p=pmat, binning_x=0, binning_y=0, roi=roi,
+    )
+
+
+def camera_info_size(msg: Any) -> tuple[int, int]:
+    """``(width, height)`` of a CameraInfo; a zero size is invalid (uncalibrated)."""
+    w, h = int(msg.width), int(msg.height)
+    if w <= 0 or h <= 0:
+        raise InvalidValueError(f"camera_info: image size {w}x{h} is not positive")
+    return w, h
+
+
+def check_image_size(image: np.ndarray, info_size: tuple[int, int] | None) -> None:
+    """Refuse an image whose size disagrees with its CameraInfo (boxes and intrinsics would be in another frame)."""
+    if info_size is None:
+        return
+    h, w = image.shape[:2]
+    if (w, h) != tuple(info_size):
+        raise InvalidValueError(
+            f"image: size {w}x{h} disagrees with camera_info {info_size[0]}x{info_size[1]} "
+            "(boxes and intrinsics are in the camera_info's pixel frame)")
 
 
 def _detection2d(

@@ -35,13 +35,32 @@ class ScenarioVariant(_Strict):
 
 
 class RecordConfig(_Strict):
-    """What each rollout leaves on disk besides its episode log."""
+    """What each rollout leaves on disk besides its episode log.
+
+    Every frame the detector saw is recorded, in the camera's own pixel frame (boxes, image and CameraInfo
+    agree), so a bag replays into the nodes with the results the episode log holds. With ``images:
+    compressed`` the runner's monitors run on the decoded JPEG, i.e. on exactly what a node receives.
+    """
 
     bags: bool = True
     storage: Literal["mcap", "sqlite3"] = "mcap"
-    image_stride: int = Field(default=5, ge=0, description="camera image every n-th frame in the bag; 0 = none")
-    image_scale: float = Field(default=0.5, gt=0.0, le=1.0, description="camera images are resized by this factor")
+    images: Literal["compressed", "raw", "none"] = Field(
+        default="compressed",
+        description="compressed: sensor_msgs/CompressedImage (JPEG) on <image>/compressed; raw: sensor_msgs/Image")
+    jpeg_quality: int = Field(default=90, ge=1, le=100)
     topics: BagTopics = BagTopics()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_subsampling(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for key in ("image_stride", "image_scale"):
+                if key in data:
+                    raise ValueError(
+                        f"{key} is no longer supported: bags carry every frame in the camera's pixel frame so "
+                        "they replay into the nodes with the logged results; use images: compressed (JPEG, "
+                        "jpeg_quality) for size, or a smaller scenario.camera for resolution")
+        return data
 
 
 def _default_returns() -> ReturnsConfig:

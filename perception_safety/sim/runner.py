@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
 from perception_safety.core.types import Frame
@@ -37,6 +36,7 @@ from perception_safety.evaluation.returns import (
 )
 from perception_safety.io.config import load_model
 from perception_safety.io.episode_log import ROLLOUTS, EpisodeLogWriter, EpisodeStep, read_episode_log
+from perception_safety.io.image_codec import jpeg_roundtrip
 from perception_safety.monitors.base import MonitorResult
 from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
 from perception_safety.monitors.config import MonitorsConfig
@@ -159,6 +159,7 @@ class _Rollout:
     steps: list[EpisodeStep] = field(default_factory=list)
     bag_frames: list[Frame] = field(default_factory=list)
     bag_results: list[tuple[MonitorResult, ...]] = field(default_factory=list)
+    bag_jpegs: list[bytes | None] = field(default_factory=list)
     collided: bool = False
     first_alarm: int | None = None
     first_stop: int | None = None
@@ -245,6 +246,7 @@ class EpisodeEngine:
                     obs[r] = cache[key][0]
                 times.render += time.perf_counter() - t0
             perturbed: dict[int, np.ndarray] = {}
+            camera: dict[int, tuple[np.ndarray, bytes | None]] = {}
             detections: dict[int, Any] = {}
             for r in live:
                 o = obs[r]
@@ -255,6 +257,9 @@ class EpisodeEngine:
                 img = perturbed[id(o)]
                 t1 = time.perf_counter()
                 times.perturb += t1 - t0
+                if id(o) not in camera:
+                    camera[id(o)] = self._camera(img, times)
+                t1 = time.perf_counter()
                 if r == GROUND_TRUTH:
                     dets = ground_truth_detections(o.ground_truth)
                 else:
@@ -262,7 +267,7 @@ class EpisodeEngine:
                         detections[id(o)] = det.detect(o.ground_truth, o.image, img, spec.seed, o.index)
                     dets = detections[id(o)]
                 times.detect += time.perf_counter() - t1
-                controls[r] = self._judge(spec, rollouts[r], o, img, dets, times)
+                controls[r] = self._judge(spec, rollouts[r], o, *camera[id(o)], dets, times)
             times.frames += 1
 
     def _run_sequential(
@@ -288,23 +293,36 @@ class EpisodeEngine:
                 t0 = time.perf_counter()
                 img = self._perturbed(spec, o)
                 times.perturbed += 1
+                times.perturb += time.perf_counter() - t0
+                seen, payload = self._camera(img, times)
                 t1 = time.perf_counter()
-                times.perturb += t1 - t0
                 dets = (
                     ground_truth_detections(o.ground_truth)
                     if r == GROUND_TRUTH
                     else det.detect(o.ground_truth, o.image, img, spec.seed, o.index)
                 )
                 times.detect += time.perf_counter() - t1
-                control = self._judge(spec, roll, o, img, dets, times)
+                control = self._judge(spec, roll, o, seen, payload, dets, times)
                 times.frames += 1
                 if roll.done:
                     break
 
+    def _camera(self, img: np.ndarray, times: StageTimes) -> tuple[np.ndarray, bytes | None]:
+        """The image the monitors see and its recorded JPEG: with ``record.images: compressed`` the decoded
+        JPEG (what a node receiving the bag's CompressedImage sees), else the image itself."""
+        if self.cfg.record.images != "compressed":
+            return img, None
+        t0 = time.perf_counter()
+        payload, seen = jpeg_roundtrip(img, self.cfg.record.jpeg_quality)
+        times.record += time.perf_counter() - t0
+        return seen, payload
+
     def _judge(
-        self, spec: EpisodeSpec, roll: _Rollout, o: Observation, img: np.ndarray, dets: Any, times: StageTimes
+        self, spec: EpisodeSpec, roll: _Rollout, o: Observation, img: np.ndarray, payload: bytes | None, dets: Any,
+        times: StageTimes,
     ) -> Control:
-        """Monitor, stop rule and planner for one rollout frame; records the step; returns the next control."""
+        """Monitor, stop rule and planner for one rollout frame (``img``: the image the monitors see, ``payload``:
+        its recorded JPEG); records the step; returns the next control."""
         t0 = time.perf_counter()
         frame = Frame(o.stamp_ns, tuple(dets), o.ground_truth, o.ego, img, "camera")
         verdict = roll.monitor.evaluate(frame)
@@ -336,9 +354,9 @@ class EpisodeEngine:
         )
         rec = self.cfg.record
         if rec.bags:
-            keep_image = rec.image_stride > 0 and o.index % rec.image_stride == 0
-            image = _scaled(img, rec.image_scale) if keep_image else None
+            image = img if rec.images == "raw" else None
             roll.bag_frames.append(Frame(o.stamp_ns, frame.detections, frame.ground_truth, frame.ego, image, "camera"))
+            roll.bag_jpegs.append(payload)
             roll.bag_results.append((*verdict.parts, verdict.combined, stop_result))
         times.record += time.perf_counter() - t1
         last = o.index >= spec.scenario.frames - 1
@@ -365,13 +383,6 @@ def _focal(scen: ScenarioConfig) -> float:
     from perception_safety.sim.camera import Intrinsics
 
     return Intrinsics.from_fov(scen.camera.width, scen.camera.height, scen.camera.fov_deg).fx
-
-
-def _scaled(img: np.ndarray, scale: float) -> np.ndarray:
-    if scale >= 1.0:
-        return img
-    h, w = img.shape[:2]
-    return cv2.resize(img, (max(1, round(w * scale)), max(1, round(h * scale))), interpolation=cv2.INTER_AREA)
 
 
 # ------------------------------------------------------------------------------------ files
@@ -419,12 +430,19 @@ def write_episode(
     for stale in (tmp_log, tmp_bags, bag_dir):
         _remove(stale)
     if cfg.record.bags:
-        from perception_safety.io.bag import write_frames
+        from perception_safety.io.bag import CameraInfoSpec, write_frames
 
         tmp_bags.mkdir(parents=True)
+        from perception_safety.sim.camera import Intrinsics
+
+        cam = spec.scenario.camera
+        intr = Intrinsics.from_fov(cam.width, cam.height, cam.fov_deg)
+        info = CameraInfoSpec((cam.width, cam.height), (intr.fx, intr.fy, intr.cx, intr.cy))
         for r, roll in rollouts.items():
-            custom = {f"perception_safety.{k}": str(v) for k, v in bag_conditions(spec, r).items()}
-            write_frames(tmp_bags / r, roll.bag_frames, cfg.record.storage, cfg.record.topics, roll.bag_results, custom)
+            custom = {f"perception_safety.{key}": str(v) for key, v in bag_conditions(spec, r).items()}
+            write_frames(tmp_bags / r, roll.bag_frames, cfg.record.storage, cfg.record.topics, roll.bag_results, custom,
+                         compressed=roll.bag_jpegs if cfg.record.images == "compressed" else None,
+                         camera_info=info)
         tmp_bags.rename(bag_dir)
     log.parent.mkdir(parents=True, exist_ok=True)
     with EpisodeLogWriter(tmp_log) as writer:

@@ -112,3 +112,34 @@ def test_monitor_results_round_trip(make_frames, tmp_path):
     assert [s for s, _ in back] == [f.stamp_ns for f in frames]
     assert [r for _, r in back] == results  # values exact: floats travel as their repr
     assert len(list(read_frames(tmp_path / "bag"))) == 5  # the status topic does not disturb frame assembly
+
+
+def test_compressed_images_and_camera_info_round_trip(make_frames, tmp_path):
+    """JPEG on <image>/compressed plus CameraInfo; read back as the decoded JPEG, found under the image name."""
+    from rosbags.rosbag2 import Reader
+
+    from perception_safety.io.bag import CameraInfoSpec
+    from perception_safety.io.image_codec import jpeg_roundtrip
+
+    frames = make_frames(6, image_shape=(24, 32, 3))
+    payloads, seen = zip(*(jpeg_roundtrip(f.image, 80) for f in frames), strict=True)
+    write_frames(tmp_path / "bag", frames, compressed=list(payloads),
+                 camera_info=CameraInfoSpec((32, 24), (16.0, 16.0, 16.0, 12.0)))
+    with Reader(tmp_path / "bag") as reader:
+        types = {c.topic: c.msgtype for c in reader.connections}
+    assert types["/camera/image_raw/compressed"] == "sensor_msgs/msg/CompressedImage"
+    assert types["/camera/camera_info"] == "sensor_msgs/msg/CameraInfo"
+    assert "/camera/image_raw" not in types
+    report = BagReadReport()
+    back = list(read_frames(tmp_path / "bag", report=report))
+    assert not report.skipped and len(back) == 6
+    for f, s in zip(back, seen, strict=True):
+        np.testing.assert_array_equal(f.image, s)
+
+
+def test_writer_refuses_images_that_disagree_with_the_camera_info(make_frames, tmp_path):
+    from perception_safety.io.bag import BagError, CameraInfoSpec
+
+    frames = make_frames(2, image_shape=(24, 32, 3))
+    with pytest.raises(BagError, match="32x24 disagrees with camera_info 64x48"):
+        write_frames(tmp_path / "bag", frames, jpeg_quality=90, camera_info=CameraInfoSpec((64, 48), (1, 1, 1, 1)))

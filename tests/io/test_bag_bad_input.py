@@ -142,3 +142,26 @@ def test_writer_refuses_to_overwrite_and_names_bad_frame(make_frames, tmp_path):
     bad = Frame(0, image=np.zeros((4, 4, 3), dtype=np.float32))
     with pytest.raises(BagError, match="frame #0: image"):
         write_frames(tmp_path / "bag", [bad])
+
+
+def test_corrupt_jpeg_and_camera_info_size_mismatch_are_reported_skips(tmp_path):
+    """A corrupt JPEG payload, and an image whose size disagrees with its CameraInfo: the frame keeps its
+    detections, loses the image, and the skip names topic, message index and reason."""
+    from perception_safety.io.image_codec import encode_jpeg
+
+    good = encode_jpeg(np.full((24, 32, 3), 100, np.uint8))
+    other = encode_jpeg(np.full((48, 64, 3), 100, np.uint8))
+    img, info = "/camera/image_raw/compressed", "/camera/camera_info"
+    msgs = []
+    for t, payload in ((1, good), (2, b"\xff\xd8garbage"), (3, other)):
+        msgs += [(img, bm.COMPRESSED_IMAGE_TYPE, t, bm.compressed_image_to_msg(payload, t)),
+                 (info, bm.CAMERA_INFO_TYPE, t, bm.camera_info_to_msg((32, 24), (16, 16, 16, 12), t)),
+                 ("/detections", bm.DETECTIONS_TYPE, t, detections_msg(t, (5, 5, 10, 10)))]
+    write_raw(tmp_path / "bag", msgs)
+    report = BagReadReport()
+    frames = list(read_frames(tmp_path / "bag", report=report))
+    assert [f.image is not None for f in frames] == [True, False, False]
+    assert all(len(f.detections) == 1 for f in frames)
+    bad, mismatch = report.skipped
+    assert (bad.topic, bad.index) == (img, 1) and "cannot decode" in bad.reason
+    assert (mismatch.topic, mismatch.index) == (img, 2) and "64x48 disagrees with camera_info 32x24" in mismatch.reason

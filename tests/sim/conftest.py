@@ -17,7 +17,7 @@ TINY_EPISODES = {
         "parked_cars": [{"x": 10.0, "y": -3.0}, {"x": 21.5, "y": -3.0}],
         "camera": {"width": 320, "height": 180},
     },
-    "record": {"bags": True, "image_stride": 10, "image_scale": 0.5},
+    "record": {"bags": True, "images": "compressed", "jpeg_quality": 90},
     "monitors_file": "monitors.yaml",
 }
 
