@@ -37,8 +37,9 @@ def generate_launch_description():
             executable="safety_monitor",
             name="safety_monitor",
             output="screen",
-            parameters=[LaunchConfiguration("monitor_params")],
-            remappings=[("/camera/image_raw", image), ("/detections", detections)],
+            parameters=[LaunchConfiguration("monitor_params"), {"image_transport": "raw"}],  # the bridge's Image
+            remappings=[("/camera/image_raw", image), ("/detections", detections),
+                        ("/camera/camera_info", ["/carla/", role, "/", camera, "/camera_info"])],
         ),
         Node(
             package="perception_safety",
@@ -55,9 +56,9 @@ def generate_launch_description():
             output="screen",
             parameters=[LaunchConfiguration("logger_params"), {"log_path": LaunchConfiguration("log_path")}],
             remappings=[
-                ("/carla/ego_vehicle/odometry", ["/carla/", role, "/odometry"]),
+                ("/ego/odometry", ["/carla/", role, "/odometry"]),
                 ("/ground_truth", LaunchConfiguration("ground_truth_topic")),
-                ("/carla/ego_vehicle/collision_stamp", LaunchConfiguration("collision_topic")),
+                ("/ego/collision_stamp", LaunchConfiguration("collision_topic")),
             ],
         ),
     ])

@@ -201,10 +201,10 @@ def write_frames(
                             raise InvalidValueError(
                                 f"image size {size[0]}x{size[1]} disagrees with camera_info "
                                 f"{camera_info.size[0]}x{camera_info.size[1]}")
-                        writer.write(image_conn, t, store.serialize_cdr(image_msg, image_conn.msgtype))
-                        if info_conn is not None:
+                        if info_conn is not None:  # before its image: a node checks the image against it
                             info = bm.camera_info_to_msg(camera_info.size, camera_info.k, t)
                             writer.write(info_conn, t, store.serialize_cdr(info, bm.CAMERA_INFO_TYPE))
+                        writer.write(image_conn, t, store.serialize_cdr(image_msg, image_conn.msgtype))
                 for role, conn in conns.items():
                     if msgs[role] is not None:
                         writer.write(conn, t, store.serialize_cdr(msgs[role], _TYPES[role]))

@@ -68,6 +68,21 @@ def image_from_msg(msg: Any, topic: str = "image") -> np.ndarray:
     return _convert(bm.image_from_msg, msg, topic)
 
 
+def any_image_from_msg(msg: Any, msgtype: str, topic: str = "image",
+                       info_size: tuple[int, int] | None = None) -> np.ndarray:
+    """``sensor_msgs/Image`` or ``CompressedImage`` (decoded once, OpenCV) -> RGB / mono uint8, checked against
+    the camera's ``(width, height)`` from CameraInfo when known."""
+    fn = bm.compressed_image_from_msg if msgtype.endswith("CompressedImage") else bm.image_from_msg
+    image = _convert(fn, msg, topic)
+    _convert(lambda im: bm.check_image_size(im, info_size), image, topic)
+    return image
+
+
+def camera_info_size(msg: Any, topic: str = "camera_info") -> tuple[int, int]:
+    """``sensor_msgs/CameraInfo`` -> ``(width, height)``."""
+    return _convert(bm.camera_info_size, msg, topic)
+
+
 def detections_from_msg(msg: Any, topic: str = "detections") -> tuple[Detection, ...]:
     """``vision_msgs/Detection2DArray`` -> detections (class and score of ``results[0]``)."""
     return _convert(bm.detections_from_msg, msg, topic)

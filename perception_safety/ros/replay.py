@@ -4,7 +4,8 @@ Messages are read with rosbags and published as their recorded CDR bytes (``Publ
 so header stamps and contents are exactly what was recorded. Publishers are reliable. ``rate=None`` publishes
 unpaced; with a ``sync_topic`` (e.g. a monitor node's per-frame output) each group of messages sharing a
 recording time waits for one message on that topic before the next group: as fast as the subscriber keeps up.
-(DDS acknowledgements are no use for pacing: Fast DDS acknowledges on its 3 s heartbeat.)
+(DDS acknowledgements are no use for pacing: Fast DDS acknowledges on its 3 s heartbeat.) Every wait is bounded
+by a timeout the caller sets; a group without a message on a required topic is skipped and counted.
 """
 
 from __future__ import annotations
@@ -28,16 +29,31 @@ class ReplayError(PerceptionSafetyError):
 
 @dataclass
 class ReplayStats:
-    """What a replay published: messages per topic, wall time, and topics nobody subscribed to."""
+    """What a replay published: messages per topic, wall time, topics nobody subscribed to, and what it skipped."""
 
     published: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
     unsubscribed: list[str] = field(default_factory=list)
     sync_timeouts: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    """messages not published: their recording time had no message on a ``require``d topic (no counterpart)"""
+    groups: int = 0
+    incomplete_groups: int = 0
+    total_messages: int = 0
 
     @property
     def total(self) -> int:
         return sum(self.published.values())
+
+    def line(self) -> str:
+        """One progress line: messages done of total, frames (message groups), skips, time."""
+        done = self.total + sum(self.skipped.values())
+        text = f"replay: {done}/{self.total_messages} message(s), {self.groups} group(s), {self.seconds:.1f} s"
+        if self.incomplete_groups:
+            text += f", {self.incomplete_groups} group(s) without a counterpart skipped"
+        if self.sync_timeouts:
+            text += f", {self.sync_timeouts} sync timeout(s)"
+        return text
 
 
 def message_class(msgtype: str, topic: str = "") -> Any:
@@ -58,12 +74,20 @@ def replay_bag(
     sync_topic: str | None = None,
     sync_timeout_s: float = 5.0,
     should_stop: Callable[[], bool] = lambda: False,
+    require: Sequence[str] = (),
+    ack_timeout_s: float = 5.0,
+    progress: Callable[[ReplayStats], None] | None = None,
+    progress_period_s: float = 2.0,
+    log: Callable[[str], None] = lambda _msg: None,
 ) -> ReplayStats:
     """Publish ``bag`` from ``node``; ``rate`` = multiple of the recorded rate, ``None`` = unpaced.
 
-    Waits up to ``wait_subscribers_s`` for every topic to have a subscriber before the first message (less when
-    discovery settles: 1 s without a new match after the first one).
-    With ``sync_topic``, each message group waits (up to ``sync_timeout_s``) for one message on it.
+    Messages are published in groups sharing a recording time. A group lacking a message on one of the
+    ``require``d topics (e.g. detections without their image) is skipped and counted, never waited for.
+    Every wait is bounded: ``wait_subscribers_s`` for subscribers before the first message (less when discovery
+    settles: 1 s without a new match after the first one), ``sync_timeout_s`` per group for one message on
+    ``sync_topic``, ``ack_timeout_s`` for reliable subscribers to acknowledge the tail. ``progress`` is called
+    every ``progress_period_s`` and at the end; ``log`` gets a line before each wait.
     """
     from perception_safety.ros.qos import output_qos
 
@@ -78,45 +102,78 @@ def replay_bag(
     stats = ReplayStats()
     try:
         conns = [c for c in reader.connections if topics is None or c.topic in topics]
+        present = {c.topic for c in conns}
         if topics is not None:
-            missing = sorted(set(topics) - {c.topic for c in conns})
+            missing = sorted(set(topics) - present)
             if missing:
                 raise ReplayError(f"{path}: topic(s) not in the bag: {', '.join(missing)}")
+        absent = sorted(set(require) - present)
+        if absent:
+            raise ReplayError(f"{path}: required topic(s) not replayed: {', '.join(absent)}")
+        stats.total_messages = sum(int(getattr(c, "msgcount", 0)) for c in conns)
         pubs: dict[str, Any] = {}
         for c in conns:
             if c.topic not in pubs:
                 pubs[c.topic] = node.create_publisher(message_class(c.msgtype, c.topic), c.topic, output_qos(100))
                 stats.published[c.topic] = 0
+        log(f"replay: waiting up to {wait_subscribers_s:g} s for subscribers on {len(pubs)} topic(s) "
+            "(--wait-subscribers)")
         _wait_for_subscribers(pubs, wait_subscribers_s)
         stats.unsubscribed = sorted(t for t, p in pubs.items() if p.get_subscription_count() == 0)
+        if sync_topic:
+            log(f"replay: waiting up to {wait_subscribers_s:g} s for a publisher on {sync_topic}")
         sync = _Sync(node, sync_topic, wait_subscribers_s) if sync_topic else None
         start_wall = time.monotonic()
+        last_report = start_wall
         start_bag: int | None = None
-        groups = 0
-        last_t: int | None = None
+        group: list[tuple[str, bytes]] = []
+        group_t: int | None = None
+        required = set(require)
+
+        def flush() -> None:
+            if not group:
+                return
+            if required - {topic for topic, _ in group}:
+                stats.incomplete_groups += 1
+                for topic, _ in group:
+                    stats.skipped[topic] = stats.skipped.get(topic, 0) + 1
+                return
+            for topic, raw in group:
+                pubs[topic].publish(raw)
+                stats.published[topic] += 1
+            stats.groups += 1
+            if sync is not None and not sync.wait_for(stats.groups, sync_timeout_s):
+                stats.sync_timeouts += 1
+                sync.count = stats.groups  # a late answer must not be taken for the next group's
+
         for conn, t_bag, raw in reader.messages(connections=conns):
             if should_stop():
                 break
-            if sync is not None and last_t is not None and t_bag != last_t:
-                groups += 1
-                if not sync.wait_for(groups, sync_timeout_s):
-                    stats.sync_timeouts += 1
-            last_t = t_bag
-            if rate is not None:
-                start_bag = t_bag if start_bag is None else start_bag
-                due = start_wall + (t_bag - start_bag) / 1e9 / rate
-                delay = due - time.monotonic()
-                if delay > 0:
-                    time.sleep(delay)
-            pubs[conn.topic].publish(bytes(raw))
-            stats.published[conn.topic] += 1
-        if sync is not None and last_t is not None and not sync.wait_for(groups + 1, sync_timeout_s):
-            stats.sync_timeouts += 1
+            if t_bag != group_t:
+                flush()
+                group, group_t = [], t_bag
+                if rate is not None:
+                    start_bag = t_bag if start_bag is None else start_bag
+                    due = start_wall + (t_bag - start_bag) / 1e9 / rate
+                    delay = due - time.monotonic()
+                    if delay > 0:
+                        time.sleep(delay)
+                now = time.monotonic()
+                if progress is not None and now - last_report >= progress_period_s:
+                    stats.seconds, last_report = now - start_wall, now
+                    progress(stats)
+            group.append((conn.topic, bytes(raw)))
+        if not should_stop():
+            flush()
         stats.seconds = time.monotonic() - start_wall
         # unsynced: let reliable subscribers receive the tail before the publishers go away
-        for pub in pubs.values() if sync is None else ():
-            if pub.get_subscription_count():
-                pub.wait_for_all_acked(Duration(seconds=5))
+        if sync is None and any(p.get_subscription_count() for p in pubs.values()):
+            log(f"replay: waiting up to {ack_timeout_s:g} s for subscribers to acknowledge (--ack-timeout)")
+            for pub in pubs.values():
+                if pub.get_subscription_count():
+                    pub.wait_for_all_acked(Duration(seconds=ack_timeout_s))
+        if progress is not None:
+            progress(stats)
     finally:
         reader.close()
     return stats

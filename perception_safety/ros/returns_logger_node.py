@@ -41,8 +41,8 @@ class _Strict(BaseModel):
 class Topics(_Strict):
     monitor_results: str = "/safety_monitor/monitor_results"
     ground_truth: str = "/ground_truth"
-    odometry: str = "/carla/ego_vehicle/odometry"
-    collision: str = "/carla/ego_vehicle/collision_stamp"
+    odometry: str = "/ego/odometry"
+    collision: str = "/ego/collision_stamp"
     episode: str = "~/episode"
     diagnostics: str = "/diagnostics"
 

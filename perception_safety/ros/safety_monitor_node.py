@@ -39,6 +39,9 @@ class Topics(_Strict):
     """Topic names (relative names resolve in the node's namespace; launch remappings apply on top)."""
 
     image: str = "/camera/image_raw"
+    """sensor_msgs/Image; with ``image_transport: compressed`` CompressedImage on ``<image>/compressed``."""
+    camera_info: str = "/camera/camera_info"
+    """sensor_msgs/CameraInfo: an image whose size disagrees with the latest one is skipped ('' = no check)."""
     detections: str = "/detections"
     stop_request: str = "~/stop_request"
     monitor_results: str = "~/monitor_results"
@@ -73,6 +76,9 @@ class SafetyMonitorParams(_Strict):
 
     topics: Topics = Topics()
     use_image: bool = True
+    image_transport: Literal["raw", "compressed"] = Field(
+        default="raw", description="raw: sensor_msgs/Image on topics.image; compressed: CompressedImage (JPEG/PNG) "
+        "on topics.image + '/compressed', decoded once with OpenCV")
     sync: SyncParams = SyncParams()
     qos: QosParams = QosParams()
     stale_timeout_s: float = Field(default=1.0, gt=0.0, le=MAX_TIMEOUT_S)
@@ -96,7 +102,7 @@ class SafetyMonitorParams(_Strict):
         return self
 
 
-READ_ONLY = ("topics", "use_image", "sync", "qos", "keep_frame_buffers")
+READ_ONLY = ("topics", "use_image", "image_transport", "sync", "qos", "keep_frame_buffers")
 #: name of the extra status in ``monitor_results`` that carries the frame's stop decision
 STOP_STATUS = "stop_request"
 #: liveness stop requests are repeated at most this often (ns) while the liveness status is ERROR
@@ -205,13 +211,22 @@ def make_node(name: str = NODE_NAME) -> Any:
             qin = input_qos(p.qos.input_depth, p.qos.reliable_inputs)
             qout = output_qos(p.qos.output_depth)
             from diagnostic_msgs.msg import DiagnosticArray
-            from sensor_msgs.msg import Image
+            from sensor_msgs.msg import CameraInfo, CompressedImage, Image
             from vision_msgs.msg import Detection2DArray
 
             self.image_topic = self.resolve_topic_name(p.topics.image)
+            self.image_type, image_cls, image_name = "sensor_msgs/msg/Image", Image, p.topics.image
+            if p.image_transport == "compressed":
+                self.image_type, image_cls = "sensor_msgs/msg/CompressedImage", CompressedImage
+                image_name = self.image_topic.rstrip("/") + "/compressed"
+            self.info_size: tuple[int, int] | None = None
             if p.use_image:
-                sub = self.create_subscription(Image, p.topics.image, self._on_image, qin, raw=True)
+                sub = self.create_subscription(image_cls, image_name, self._on_image, qin, raw=True)
                 self.image_topic = sub.topic_name  # after remapping: errors name the real topic
+                if p.topics.camera_info:
+                    sub = self.create_subscription(CameraInfo, p.topics.camera_info, self._on_camera_info, qin,
+                                                   raw=True)
+                    self.info_topic = sub.topic_name
             sub = self.create_subscription(Detection2DArray, p.topics.detections, self._on_detections, qin, raw=True)
             self.det_topic = sub.topic_name
             self.pub_stop = self.create_publisher(Bool, p.topics.stop_request, qout)
@@ -247,9 +262,9 @@ def make_node(name: str = NODE_NAME) -> Any:
             try:
                 self.liveness.input(self.image_topic, self._now())
                 self.health.received(self._now())
-                msg = convert.decode_cdr(raw, "sensor_msgs/msg/Image", self.image_topic)
+                msg = convert.decode_cdr(raw, self.image_type, self.image_topic)
                 stamp = convert.stamp_to_ns(msg.header.stamp)
-                image = convert.image_from_msg(msg, self.image_topic)
+                image = convert.any_image_from_msg(msg, self.image_type, self.image_topic, self.info_size)
                 pair = self.pairer.add_first(stamp, (image, str(msg.header.frame_id)))
                 if pair is not None:
                     self._process(pair[0], pair[1], pair[2])
@@ -259,6 +274,13 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self._reject(self.image_topic, f"internal error: {type(exc).__name__}: {exc}")
             if self.liveness.frames == frames:
                 self._check_liveness()
+
+        def _on_camera_info(self, raw: bytes) -> None:
+            try:
+                msg = convert.decode_cdr(raw, "sensor_msgs/msg/CameraInfo", self.info_topic)
+                self.info_size = convert.camera_info_size(msg, self.info_topic)
+            except convert.MessageError as exc:
+                self._reject(self.info_topic, str(exc))
 
         def _on_detections(self, raw: bytes) -> None:
             frames = self.liveness.frames

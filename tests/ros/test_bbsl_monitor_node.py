@@ -35,6 +35,7 @@ def test_active_cases_per_spec_and_sigterm(ros_client, ros_tools, tmp_path):
     p["specs"] = [str(ros_tools.root / "config/specs/s3_two_cases.bbsl"),
                   str(ros_tools.root / "config/specs/s1_stopping_distance.bbsl")]
     p["bbsl_config"] = str(ros_tools.root / "config/bbsl.yaml")
+    p["classes"] = ["car"]
     p["qos"]["reliable_inputs"] = True
     params = tmp_path / "bbsl_monitor.yaml"
     params.write_text(yaml.safe_dump(doc))

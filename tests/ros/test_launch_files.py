@@ -138,11 +138,11 @@ def test_carla_launch_uses_the_bridge_topic_names(monkeypatch):
     nodes, args = _nodes(ROOT / "launch" / "carla.launch.py", monkeypatch)
     remaps = {n.kwargs["name"]: {s: _resolve(d, args) for s, d in n.kwargs["remappings"]} for n in nodes}
     assert remaps["safety_monitor"]["/camera/image_raw"] == "/carla/ego_vehicle/rgb_front/image"
-    assert remaps["returns_logger"]["/carla/ego_vehicle/odometry"] == "/carla/ego_vehicle/odometry"
+    assert remaps["returns_logger"]["/ego/odometry"] == "/carla/ego_vehicle/odometry"
     args["role_name"] = "hero"
     remaps = {n.kwargs["name"]: {s: _resolve(d, args) for s, d in n.kwargs["remappings"]} for n in nodes}
     assert remaps["safety_monitor"]["/camera/image_raw"] == "/carla/hero/rgb_front/image"
-    assert remaps["returns_logger"]["/carla/ego_vehicle/odometry"] == "/carla/hero/odometry"
+    assert remaps["returns_logger"]["/ego/odometry"] == "/carla/hero/odometry"
     assert {n.kwargs["name"] for n in nodes} == {"safety_monitor", "bbsl_monitor", "returns_logger"}
 
 

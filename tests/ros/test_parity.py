@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import yaml
 
+from .conftest import BIN
+
 pytestmark = pytest.mark.ros
 
 W, H = 128, 72
@@ -90,7 +92,7 @@ def test_replayed_bag_gives_the_offline_results_frame_by_frame(ros_client, ros_t
     assert ros_tools.wait_until(lambda: not proc.alive()
                                 or ros_client.node.count_publishers("/safety_monitor/monitor_results") > 0,
                                 timeout=30), proc.output()
-    cmd = [str(ros_tools.root / ".venv/bin/perception-safety"), "replay", str(bag), "--fast",
+    cmd = [str(BIN / "perception-safety"), "replay", str(bag), "--fast",
            "--wait-subscribers", "20", "--sync-topic", "/safety_monitor/monitor_results"]
     replay = subprocess.run(cmd, env=dict(os.environ), capture_output=True, text=True, timeout=120)
     assert replay.returncode == 0, replay.stderr
@@ -110,3 +112,91 @@ def test_replayed_bag_gives_the_offline_results_frame_by_frame(ros_client, ros_t
         for g, e in zip(got, expected, strict=True):
             assert (g.alarm, g.level, g.reasons) == (e.alarm, e.level, e.reasons), (stamp, g.name)
             assert g.values == {k: float(v) for k, v in e.values.items()}, (stamp, g.name)
+
+
+@pytest.fixture(scope="module")
+def demo_episode(tmp_path_factory):
+    """One episode of the demo (config/demo.yaml: 1280x720 camera, JPEG recording), heavy smoke: the builtin
+    simulator, the simulated detector, the runner's monitors on the decoded JPEG frames."""
+    from perception_safety.sim.config import PerturbationSpec, load_episodes_config
+    from perception_safety.sim.runner import monitors_for, run_sweep
+
+    from .conftest import ROOT
+
+    path = ROOT / "config" / "demo.yaml"
+    cfg = load_episodes_config(path)
+    smoke = (PerturbationSpec(name="smoke", levels=(3,)),)
+    cfg = cfg.model_copy(update={"include_clean": False, "perturbations": smoke})
+    out = tmp_path_factory.mktemp("demo_episode")
+    run_sweep(cfg, out, jobs=1, monitors=monitors_for(cfg, path))
+    (log,) = sorted((out / "logs").glob("*.jsonl"))
+    return out / "bags" / log.stem / "perception", log
+
+
+def test_demo_episode_bag_replayed_into_online_gives_the_logged_results(demo_episode, ros_client, ros_tools,
+                                                                        tmp_path):
+    """`make demo`'s recording replayed into `perception-safety online` (config/online.yaml): frame by frame
+    the monitor results the episode runner computed and logged for that bag."""
+    import signal
+
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from perception_safety.io.bag import read_monitor_results
+    from perception_safety.io.episode_log import read_episode_log
+    from perception_safety.ros.convert import result_from_status, stamp_to_ns
+
+    bag, log = demo_episode
+    recorded = dict(read_monitor_results(bag))
+    logged = {ep.rollout: ep for ep in read_episode_log(log)}["perception"]
+    assert [st.frame.stamp_ns for st in logged.steps] == list(recorded)
+    assert len(recorded) > 30
+    flat = [r for rs in recorded.values() for r in rs]
+    assert {r.name for r in flat if r.alarm} >= {"contrast", "stop_region", "monitor"}  # not all quiet
+
+    doc = yaml.safe_load((ros_tools.root / "config" / "online.yaml").read_text())
+    doc["returns_logger"]["ros__parameters"]["log_path"] = str(tmp_path / "online.jsonl")
+    for name in ("bbsl_monitor",):
+        doc[name]["ros__parameters"]["specs"] = [str(ros_tools.root / "config/specs/stop_region.bbsl")]
+        doc[name]["ros__parameters"]["bbsl_config"] = str(ros_tools.root / "config/bbsl_online.yaml")
+    params = tmp_path / "online.yaml"
+    params.write_text(yaml.safe_dump(doc))
+    results = ros_client.collect(DiagnosticArray, "/safety_monitor/monitor_results")
+    cases = ros_client.collect(DiagnosticArray, "/bbsl_monitor/cases")
+    out_path = tmp_path / "online.out"
+    with open(out_path, "w+b") as out:
+        proc = subprocess.Popen([str(BIN / "perception-safety"), "online", "--params",
+                                 str(params)], env=dict(os.environ), stdout=out, stderr=subprocess.STDOUT)
+        try:
+            assert ros_tools.wait_until(lambda: proc.poll() is not None or all(
+                ros_client.node.count_publishers(t) > 0 for t in
+                ("/safety_monitor/monitor_results", "/bbsl_monitor/cases")), timeout=60), out_path.read_text()
+            image = "/camera/image_raw/compressed"
+            cmd = [str(BIN / "perception-safety"), "replay", str(bag), "--fast",
+                   "--wait-subscribers", "20", "--sync-topic", "/safety_monitor/monitor_results",
+                   "--sync-timeout", "20", "--topics", image, "/camera/camera_info", "/detections", "/ground_truth",
+                   "/ego/odometry", "--require", image, "/detections"]
+            replay = subprocess.run(cmd, env=dict(os.environ), capture_output=True, text=True, timeout=300)
+            assert replay.returncode == 0, replay.stderr
+            assert f"published {5 * len(recorded)} message(s)" in replay.stdout, replay.stdout + replay.stderr
+            assert f"replay: {5 * len(recorded)}/{5 * len(recorded)} message(s)" in replay.stderr  # progress
+            assert ros_tools.wait_until(lambda: len(results) >= len(recorded) and len(cases) >= len(recorded),
+                                        timeout=30), out_path.read_text()
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=30)
+    assert code == 0, out_path.read_text()
+
+    online = {}
+    for arr in results:
+        *monitors, stop = arr.status
+        assert stop.name == "stop_request"
+        online[stamp_to_ns(arr.header.stamp)] = [result_from_status(s) for s in monitors]
+    assert list(online) == list(recorded)  # every frame, in order, none lost
+    for stamp, expected in recorded.items():
+        got = online[stamp]
+        assert [r.name for r in got] == [r.name for r in expected], stamp
+        for g, e in zip(got, expected, strict=True):
+            assert (g.alarm, g.level, g.reasons) == (e.alarm, e.level, e.reasons), (stamp, g.name)
+            assert g.values == e.values, (stamp, g.name)
+    # the episode log's m_f alarm is the combined monitor's, frame by frame
+    assert [st.alarm for st in logged.steps] == [online[s][2].alarm for s in recorded]

@@ -33,8 +33,8 @@ def test_episode_log_records_world_state_monitor_verdicts_and_collisions(ros_cli
     pubs = {
         "results": ros_client.publisher(DiagnosticArray, "/safety_monitor/monitor_results"),
         "gt": ros_client.publisher(Detection2DArray, "/ground_truth"),
-        "odom": ros_client.publisher(Odometry, "/carla/ego_vehicle/odometry"),
-        "collision": ros_client.publisher(Header, "/carla/ego_vehicle/collision_stamp"),
+        "odom": ros_client.publisher(Odometry, "/ego/odometry"),
+        "collision": ros_client.publisher(Header, "/ego/collision_stamp"),
         "episode": ros_client.publisher(String, "/returns_logger/episode"),
     }
     diag = ros_client.collect(DiagnosticArray, "/diagnostics")
