@@ -69,6 +69,13 @@ class PlausibilityMonitor:
         self._tracks = _Tracks.empty()
         self._frame_index = -1
         self._next_id = 0
+        self.last_ghosts = np.zeros((0, 4))
+        """boxes ``(n, 4)`` judged ghosts by the last `update` (for displays such as the overlay)"""
+
+    def track_view(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The live tracks after the last update: boxes ``(m, 4)``, ids ``(m,)``, seen near the warning region."""
+        tr = self._tracks
+        return tr.boxes.copy(), tr.ids.copy(), tr.near_warning.copy()
 
     def _image_size(self, frame: Frame) -> tuple[int, int] | None:
         if frame.image is not None:
@@ -159,6 +166,7 @@ class PlausibilityMonitor:
                     )
 
         self._advance(boxes, classes, assoc, near_now, k)
+        self.last_ghosts = boxes[ghosts]
         n_ghosts = int(ghosts.sum())
         if len(reasons) > MAX_REASONS:
             reasons[MAX_REASONS:] = [f"... and {len(reasons) - MAX_REASONS} more"]

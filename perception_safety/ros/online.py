@@ -4,6 +4,7 @@ The params file is a standard ROS 2 parameters file: one ``<node>: ros__paramete
 same content as the per-node files the launch files pass), plus an ``online:`` section read here: which nodes
 to start and the remap rules (``from:=to``, applied to every node, as the launch files apply the same rule to
 each node that uses the topic). The nodes share a `MultiThreadedExecutor`; SIGINT/SIGTERM stop it (exit 0).
+The nodes are built and spun by `perception_safety.ros.runner.run_nodes`, like the single-node executables.
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from perception_safety.errors import PerceptionSafetyError
 from perception_safety.io.config import ConfigError, format_validation_error
 
 NodeName = Literal["safety_monitor", "bbsl_monitor", "returns_logger"]
@@ -75,36 +76,18 @@ def ros_args(params_file: str | Path, cfg: OnlineConfig) -> list[str]:
 
 
 def run_online(params_file: str | Path, only: Sequence[str] | None = None) -> int:
-    """Start the configured nodes in one process and spin them until SIGINT/SIGTERM; the exit code."""
-    import rclpy
-    from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
+    """Start the configured nodes in one process and spin them until SIGINT/SIGTERM; the exit code
+    (`ros.runner.run_nodes`: the nodes' own clean shutdown and DDS transport selection, config errors -> 2)."""
+    from rclpy.executors import MultiThreadedExecutor
+
+    from perception_safety.ros.runner import run_nodes
 
     cfg = load_online_config(params_file)
     names = list(only) if only else list(cfg.nodes)
     unknown = [n for n in names if n not in NODE_MODULES]
     if unknown:
         raise ConfigError(f"--nodes: unknown node(s) {unknown} (known: {', '.join(NODE_MODULES)})")
-    try:  # the default context: the node factories use it (this is the process's only rclpy user)
-        rclpy.init(args=["perception-safety-online", *ros_args(params_file, cfg)])
-    except Exception as exc:  # rcl rejects malformed params files / remaps here
-        raise ConfigError(f"{params_file}: {exc}") from exc
-    nodes: list[Any] = []
-    executor = MultiThreadedExecutor(num_threads=cfg.threads or None)
-    try:
-        for name in names:
-            module = importlib.import_module(NODE_MODULES[name])
-            nodes.append(module.make_node(name))
-            executor.add_node(nodes[-1])
-        print(f"online: {', '.join(names)} running (Ctrl-C to stop)", file=sys.stderr, flush=True)
-        executor.spin()
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except PerceptionSafetyError:
-        raise
-    finally:
-        executor.shutdown(timeout_sec=2.0)
-        for node in nodes:
-            node.destroy_node()
-        rclpy.try_shutdown()
-    return 0
-
+    factories = [partial(importlib.import_module(NODE_MODULES[n]).make_node, n) for n in names]
+    print(f"online: starting {', '.join(names)} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+    return run_nodes(factories, ["perception-safety-online", *ros_args(params_file, cfg)],
+                     executor_factory=lambda: MultiThreadedExecutor(num_threads=cfg.threads or None))

@@ -23,6 +23,7 @@ from perception_safety.ros.diagnostics import InputHealth
 from perception_safety.ros.limits import DetectionLimits, check_count
 from perception_safety.ros.liveness import Liveness
 from perception_safety.ros.memory import keep_frame_buffers
+from perception_safety.ros.overlay import OverlayParams, OverlayPublisher
 from perception_safety.ros.params import MAX_OPENCV_THREADS, MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
 from perception_safety.ros.sync import StampPairer
@@ -45,6 +46,7 @@ class Topics(_Strict):
     detections: str = "/detections"
     stop_request: str = "~/stop_request"
     monitor_results: str = "~/monitor_results"
+    overlay: str = "~/overlay"
     diagnostics: str = "/diagnostics"
 
 
@@ -92,6 +94,7 @@ class SafetyMonitorParams(_Strict):
     keep_frame_buffers: bool = Field(default=True, description="glibc mallopt: reuse freed frame buffers")
     liveness: LivenessParams = LivenessParams()
     limits: DetectionLimits = DetectionLimits()
+    overlay: OverlayParams = OverlayParams()
     monitors: MonitorsConfig = MonitorsConfig()
 
     @model_validator(mode="after")
@@ -102,7 +105,7 @@ class SafetyMonitorParams(_Strict):
         return self
 
 
-READ_ONLY = ("topics", "use_image", "image_transport", "sync", "qos", "keep_frame_buffers")
+READ_ONLY = ("topics", "use_image", "image_transport", "sync", "qos", "keep_frame_buffers", "overlay")
 #: name of the extra status in ``monitor_results`` that carries the frame's stop decision
 STOP_STATUS = "stop_request"
 #: liveness stop requests are repeated at most this often (ns) while the liveness status is ERROR
@@ -141,6 +144,8 @@ class MonitorSuite:
         self.members = [Guarded(m) for m in base.monitors]
         self.runtime = CompositeMonitor(self.members, base.name)
         self.stop_rule = Guarded(build_stop_rule(config))
+        #: the plausibility monitor (tracks, ghosts) for the overlay, if configured
+        self.plausibility = next((g.inner for g in self.members if hasattr(g.inner, "track_view")), None)
 
     def evaluate(self, frame: Frame) -> tuple[list[MonitorResult], set[str]]:
         """Member results, the combined verdict, then the stop rule's; and the names of members that raised."""
@@ -231,6 +236,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.det_topic = sub.topic_name
             self.pub_stop = self.create_publisher(Bool, p.topics.stop_request, qout)
             self.pub_results = self.create_publisher(DiagnosticArray, p.topics.monitor_results, qout)
+            self.overlay = OverlayPublisher(self, p.topics.overlay, p.overlay, qout)
             self.pub_diag = self.create_publisher(DiagnosticArray, p.topics.diagnostics, qout)
             self.timer = self.create_timer(p.diagnostics_period_s, self._on_timer)
             names = ", ".join(self.suite.names)
@@ -329,6 +335,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             from std_msgs.msg import Bool
 
             self.pub_stop.publish(Bool(data=stop))
+            self.overlay.maybe_publish(frame, results, stop, self.params.config.monitors, self.suite.plausibility)
             changed = failed != self.failed or any(
                 self.last.get(r.name) is None or self.last[r.name].level != r.level for r in results)
             self.failed = failed

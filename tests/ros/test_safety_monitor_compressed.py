@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -18,18 +19,20 @@ CAM, INFO, DETS = "/ctest/cam", "/ctest/camera_info", "/ctest/dets"
 @pytest.fixture(scope="module")
 def compressed_monitor(ros_client, ros_tools, tmp_path_factory):
     from diagnostic_msgs.msg import DiagnosticArray
-    from sensor_msgs.msg import CameraInfo, CompressedImage
+    from sensor_msgs.msg import CameraInfo, CompressedImage, Image
     from vision_msgs.msg import Detection2DArray
 
     tmp = tmp_path_factory.mktemp("compressed")
     params = _params(tmp, ros_tools, "cmonitor", image_transport="compressed",
-                     topics={"image": CAM, "camera_info": INFO, "detections": DETS})
+                     topics={"image": CAM, "camera_info": INFO, "detections": DETS},
+                     overlay={"enabled": True, "max_rate_hz": 2.0})
     proc = ros_tools.NodeProcess("safety_monitor", "cmonitor", params, None, tmp)
     pubs = {"image": ros_client.publisher(CompressedImage, CAM + "/compressed"),
             "info": ros_client.publisher(CameraInfo, INFO),
             "dets": ros_client.publisher(Detection2DArray, DETS)}
     out = {"results": ros_client.collect(DiagnosticArray, "/cmonitor/monitor_results"),
-           "diag": ros_client.collect(DiagnosticArray, "/diagnostics")}
+           "diag": ros_client.collect(DiagnosticArray, "/diagnostics"),
+           "overlay": ros_client.collect(Image, "/cmonitor/overlay")}
     ok = ros_tools.wait_until(lambda: not proc.alive() or (all(p.get_subscription_count() > 0 for p in pubs.values())
                               and ros_client.node.count_publishers("/cmonitor/monitor_results") > 0), timeout=30)
     assert ok and proc.alive(), proc.output()
@@ -60,6 +63,7 @@ def _frame(pubs, stamp, payload, info_size=(W, H)):
     from perception_safety.ros import convert
 
     pubs["info"].publish(_info(stamp, *info_size))
+    time.sleep(0.3)  # topics are not ordered with each other: the node checks an image against the latest info
     pubs["image"].publish(_compressed(payload, stamp))
     pubs["dets"].publish(convert.detection_array_msg([Detection(Box(2.0, 2.0, 10.0, 20.0), "car", 0.7)], stamp))
 
@@ -116,3 +120,24 @@ def test_corrupt_jpeg_and_camera_info_mismatch_are_reported_skips(compressed_mon
     # the node lives on and processes the next good frame
     _frame(pubs, stamp + 1, good)
     assert "contrast" in _wait_result(out, stamp + 1, ros_tools)
+
+
+def test_overlay_is_published_rate_limited_by_frame_stamp(compressed_monitor, ros_tools):
+    """max_rate_hz 2: frames 0.1 s apart give one overlay, a frame 0.5 s later the next; each is the drawn frame."""
+    from perception_safety.io.image_codec import encode_jpeg
+    from perception_safety.ros.convert import stamp_to_ns
+
+    proc, pubs, out = compressed_monitor
+    payload = encode_jpeg(np.full((H, W, 3), 90, np.uint8))
+    base = 50_000_000_000
+    for stamp in (base, base + 100_000_000, base + 200_000_000, base + 500_000_000):
+        _frame(pubs, stamp, payload)
+        _wait_result(out, stamp, ros_tools)
+    def overlays():
+        return sorted(stamp_to_ns(m.header.stamp) for m in list(out["overlay"]) if stamp_to_ns(m.header.stamp) >= base)
+    assert ros_tools.wait_until(lambda: len(overlays()) >= 2, timeout=10), proc.output()
+    assert overlays() == [base, base + 500_000_000]
+    msg = next(m for m in list(out["overlay"]) if stamp_to_ns(m.header.stamp) == base)
+    assert (msg.width, msg.height, msg.encoding) == (W, H, "rgb8")
+    pixels = np.frombuffer(bytes(msg.data), np.uint8).reshape(H, W, 3)
+    assert (pixels != 90).any(axis=2).mean() > 0.02  # the drawing is on it (regions, detection, verdicts)

@@ -1,0 +1,130 @@
+"""What the monitors see, drawn on the camera frame: detections, stop/warning/danger regions, the plausibility
+monitor's tracks and ghosts, and each monitor's verdict. One drawing for the node's ``~/overlay`` topic and for
+``perception-safety render`` (a bag to a video), so a reviewer watches exactly what the node would publish.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+
+from perception_safety.core.types import Frame
+from perception_safety.monitors.base import Level, MonitorResult
+from perception_safety.monitors.config import MonitorsConfig
+
+# RGB colours
+WARNING_FILL = (255, 200, 0)
+DANGER = (230, 30, 30)
+STOP = (255, 120, 0)
+WATCHED = (0, 220, 255)
+OTHER = (60, 220, 60)
+GHOST = (255, 0, 255)
+TRACK = (200, 200, 200)
+LEVEL_COLOURS = {Level.OK: (40, 180, 40), Level.WARN: (240, 190, 0), Level.ERROR: (230, 30, 30),
+                 Level.STALE: (140, 140, 140)}
+FONT = cv2.FONT_HERSHEY_SIMPLEX
+
+
+@dataclass(frozen=True)
+class OverlayState:
+    """The plausibility monitor's view after the frame: ghost boxes ``(n, 4)``, track boxes ``(m, 4)``, ids and
+    whether each track was seen near the warning region (explained)."""
+
+    ghosts: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    tracks: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    track_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    track_explained: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+
+
+def state_of(monitor: object) -> OverlayState:
+    """The overlay state of a plausibility monitor (anything with ``last_ghosts`` and ``track_view``)."""
+    ghosts = getattr(monitor, "last_ghosts", None)
+    view = getattr(monitor, "track_view", None)
+    if ghosts is None or view is None:
+        return OverlayState()
+    boxes, ids, near = view()
+    return OverlayState(np.asarray(ghosts, dtype=np.float64).reshape(-1, 4), boxes, ids, near)
+
+
+def _pt(x: float, y: float) -> tuple[int, int]:
+    return round(x), round(y)
+
+
+def _scale(h: int) -> tuple[float, int]:
+    """Font scale and line thickness for an image of height ``h`` (readable from 128x72 to 1080p)."""
+    s = max(0.3, h / 900.0)
+    return s, max(1, round(h / 480.0))
+
+
+def _label(img: np.ndarray, text: str, x: float, y: float, colour: tuple[int, int, int], scale: float,
+           thick: int) -> None:
+    (tw, th), base = cv2.getTextSize(text, FONT, scale, thick)
+    x0, y0 = int(max(0, x)), int(max(th + base, y))
+    cv2.rectangle(img, (x0, y0 - th - base), (x0 + tw, y0), (0, 0, 0), -1)
+    cv2.putText(img, text, (x0, y0 - base), FONT, scale, colour, thick, cv2.LINE_AA)
+
+
+def _box(img: np.ndarray, b: Sequence[float], colour: tuple[int, int, int], thick: int) -> None:
+    cv2.rectangle(img, _pt(b[0], b[1]), _pt(b[2], b[3]), colour, thick, cv2.LINE_8)
+
+
+def draw_overlay(
+    frame: Frame,
+    results: Sequence[MonitorResult],
+    config: MonitorsConfig,
+    state: OverlayState | None = None,
+    stop: bool | None = None,
+    size: tuple[int, int] = (1280, 720),
+) -> np.ndarray:
+    """An HxWx3 RGB uint8 picture of one frame's monitoring (the frame's image, or grey ``size`` without one)."""
+    state = state or OverlayState()
+    if frame.image is not None:
+        img = np.ascontiguousarray(frame.image if frame.image.ndim == 3 else np.repeat(frame.image[..., None], 3, 2))
+        img = img.copy()
+    else:
+        img = np.full((size[1], size[0], 3), 64, np.uint8)
+    h = img.shape[0]
+    scale, thick = _scale(h)
+    # regions: warning translucent, danger and stop region outlined
+    if config.plausibility.enabled:
+        x0, y0, x1, y1 = config.plausibility.warning_region.as_array()
+        tint = img.copy()
+        cv2.rectangle(tint, _pt(x0, y0), _pt(x1, y1), WARNING_FILL, -1)
+        cv2.addWeighted(tint, 0.18, img, 0.82, 0.0, dst=img)
+        _box(img, (x0, y0, x1, y1), WARNING_FILL, thick)
+        _box(img, config.plausibility.danger_region.as_array(), DANGER, thick)
+    if config.stop_region.enabled:
+        r = config.stop_region.region.as_array()
+        _box(img, (r[0] + thick, r[1] + thick, r[2] - thick, r[3] - thick), STOP, thick)
+    watched = set(config.plausibility.watched_classes) | set(config.stop_region.watched_classes)
+    for tb, tid, ok in zip(state.tracks, state.track_ids, state.track_explained, strict=True):
+        _box(img, tb, TRACK, 1)
+        _label(img, f"#{int(tid)}{'' if ok else ' ?'}", tb[0], tb[3] + 14 * scale, TRACK, scale * 0.8, 1)
+    for d in frame.detections:
+        colour = WATCHED if d.class_id in watched else OTHER
+        b = d.box.as_tuple()
+        _box(img, b, colour, thick)
+        _label(img, f"{d.class_id} {d.score:.2f}", b[0], b[1] - 2, colour, scale * 0.8, 1)
+    for g in state.ghosts:
+        _box(img, g, GHOST, thick * 2)
+        _label(img, "GHOST", g[0], g[3] + 30 * scale, GHOST, scale, thick)
+    # verdict panel, top left: one line per monitor
+    y = 2.0
+    (_, line_h), line_base = cv2.getTextSize("Ag", FONT, scale, thick)
+    for r in results:
+        value = ""
+        if "statistic" in r.values:
+            value = f" {r.values['statistic']:.0f}"
+        text = f"{r.name}: {'ALARM' if r.alarm else Level(r.level).name}{value}"
+        y += line_h + line_base + 3
+        _label(img, text, 4, y, LEVEL_COLOURS.get(Level(r.level), TRACK), scale, thick)
+    if stop is not None:
+        text = "STOP" if stop else "drive"
+        (tw, _), _ = cv2.getTextSize(text, FONT, scale * 1.6, thick + 1)
+        _label(img, text, img.shape[1] - tw - 6, 34 * scale + 6, DANGER if stop else LEVEL_COLOURS[Level.OK],
+               scale * 1.6, thick + 1)
+    _label(img, f"t = {frame.stamp_ns / 1e9:.3f} s", 4, h - 4, (255, 255, 255), scale * 0.8, 1)
+    return img

@@ -1,0 +1,72 @@
+"""The monitoring overlay (node ~/overlay and `render`): what is drawn where, and the video of a bag."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from perception_safety.core.types import Box, Detection, Frame
+from perception_safety.monitors.base import Level, MonitorResult
+from perception_safety.monitors.config import MonitorsConfig
+from perception_safety.report.overlay import DANGER, GHOST, WATCHED, OverlayState, draw_overlay
+
+W, H = 320, 180
+CFG = MonitorsConfig.model_validate({
+    "plausibility": {"danger_region": {"left": 100, "top": 120, "width": 120, "height": 60},
+                     "warning_region": {"left": 70, "top": 110, "width": 180, "height": 70}},
+    "stop_region": {"region": {"left": 70, "top": 110, "width": 180, "height": 70}},
+})
+
+
+def _has(img: np.ndarray, y: int, x0: int, x1: int, colour) -> bool:
+    """Some pixel of row ``y`` between x0 and x1 has exactly ``colour``."""
+    return bool((img[y, x0:x1] == np.array(colour, np.uint8)).all(axis=1).any())
+
+
+def test_detections_regions_ghosts_and_verdicts_are_drawn_where_they_are():
+    black = np.zeros((H, W, 3), np.uint8)
+    frame = Frame(1_000_000_000, (Detection(Box(20, 20, 60, 100), "pedestrian", 0.9),), image=black)
+    ghost = np.array([[150.0, 130.0, 180.0, 170.0]])
+    results = [MonitorResult("contrast", True, Level.ERROR, (), {"statistic": 12.0}),
+               MonitorResult("plausibility", True, Level.ERROR)]
+    img = draw_overlay(frame, results, CFG, OverlayState(ghosts=ghost), stop=True)
+    assert img.shape == (H, W, 3) and img.dtype == np.uint8
+    assert not img.any(axis=2)[H // 2 - 5:H // 2 + 5, 250:300].any()  # untouched background stays black
+    assert _has(img, 60, 18, 23, WATCHED)        # left edge of the detection box at x = 20
+    assert _has(img, 150, 148, 153, GHOST)       # left edge of the ghost box at x = 150
+    assert _has(img, 120, 95, 105, DANGER)       # top edge of the danger region at y = 120, from x = 100
+    assert not frame.image.any()                 # the frame's own image is not drawn on
+    panel = img[:40, :150].astype(int)  # verdict panel, top left: red ALARM text
+    assert ((panel[..., 0] > 150) & (panel[..., 1] < 90)).sum() > 10
+    right = img[:40, 200:].astype(int)  # the STOP banner, top right, red as well
+    assert ((right[..., 0] > 150) & (right[..., 1] < 90)).sum() > 10
+
+
+def test_without_an_image_draws_on_grey_of_the_given_size():
+    frame = Frame(0, ())
+    img = draw_overlay(frame, [], CFG, size=(W, H))
+    assert img.shape == (H, W, 3) and img[H // 2, 5].tolist() == [64, 64, 64]
+
+
+def test_render_writes_a_video_with_one_frame_per_bag_frame(tmp_path):
+    from perception_safety.io.bag import CameraInfoSpec, write_frames
+    from perception_safety.report.render import render_bag
+
+    rng = np.random.default_rng(1)
+    frames = [Frame(k * 50_000_000, (Detection(Box(20 + 3 * k, 20, 60 + 3 * k, 100), "pedestrian", 0.9),),
+                    image=rng.integers(0, 256, (H, W, 3), dtype=np.uint8)) for k in range(12)]
+    write_frames(tmp_path / "bag", frames, jpeg_quality=90, camera_info=CameraInfoSpec((W, H), (160, 160, 160, 90)))
+    stats = render_bag(tmp_path / "bag", tmp_path / "v.mp4", CFG, frames_dir=tmp_path / "png", every=5)
+    assert (stats.frames, stats.size, stats.without_image) == (12, (W, H), 0)
+    assert abs(stats.fps - 20.0) < 1e-6
+    cap = cv2.VideoCapture(str(tmp_path / "v.mp4"))
+    n = 0
+    while True:
+        ok, bgr = cap.read()
+        if not ok:
+            break
+        assert bgr.shape == (H, W, 3)
+        n += 1
+    assert n == 12
+    assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["frame_00000.png", "frame_00005.png",
+                                                                     "frame_00010.png"]
