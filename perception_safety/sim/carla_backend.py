@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import queue
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -139,8 +139,47 @@ def image_to_rgb(raw: bytes | memoryview, width: int, height: int) -> np.ndarray
     return np.ascontiguousarray(bgra[:, :, 2::-1])
 
 
-def connect(cfg: CarlaConfig) -> tuple[Any, Any]:
-    """Client and world; one clear error naming host, port and timeout when no server answers."""
+def visible(world: Any, cam_loc: Any, target: Any, actor: Any) -> bool:
+    """Nothing but the actor itself lies on the ray from the camera to ``target`` (its box centre)."""
+    hits = world.cast_ray(cam_loc, target)
+    dist = cam_loc.distance(target)
+    ext = actor.bounding_box.extent
+    margin = math.sqrt(ext.x**2 + ext.y**2 + ext.z**2)
+    # hits right at the camera are the ego's own body (the camera sits on it)
+    return all(
+        cam_loc.distance(h.location) >= dist - margin or cam_loc.distance(h.location) < _SELF_HIT_M for h in hits
+    )
+
+
+def actors_ground_truth(
+    world: Any,
+    k: Intrinsics,
+    camera_transform: Any,
+    ego_transform: Any,
+    actors: Sequence[tuple[Any, str, str]],
+    occlusion_check: bool = True,
+) -> tuple[GroundTruthObject, ...]:
+    """Ground truth of ``(actor, class, track id)`` seen by a camera: the actor's 3D bounding box projected with
+    the camera's intrinsics and pose (amodal 2D box, clipped to the image), dropped when out of view or (with
+    ``occlusion_check``) hidden; position = box centre in the ego frame. Used by the backend and the ROS node."""
+    carla = _carla()
+    out = []
+    for actor, cls, track in actors:
+        tr = actor.get_transform()
+        box = project_actor_box(k, actor.bounding_box, tr, camera_transform)
+        if box is None:
+            continue
+        c = tr.transform(actor.bounding_box.location)  # returns a Vector3D
+        centre = carla.Location(x=c.x, y=c.y, z=c.z)
+        if occlusion_check and not visible(world, camera_transform.location, centre, actor):
+            continue
+        out.append(GroundTruthObject.at_position(box, cls, ego_frame_position(centre, ego_transform), track))
+    return tuple(out)
+
+
+def connect(cfg: CarlaConfig, keys: str = "episodes.carla.host/port/timeout_s") -> tuple[Any, Any]:
+    """Client and world; one clear error naming host, port, timeout (and the config ``keys``) when no server
+    answers."""
     carla = _carla()
     client = carla.Client(cfg.host, cfg.port)
     client.set_timeout(cfg.timeout_s)
@@ -149,7 +188,7 @@ def connect(cfg: CarlaConfig) -> tuple[Any, Any]:
     except RuntimeError as exc:
         raise CarlaBackendError(
             f"no CARLA server answered at {cfg.host}:{cfg.port} within the {cfg.timeout_s:g} s timeout "
-            f"(episodes.carla.host/port/timeout_s). Start the CARLA simulator first, e.g. "
+            f"({keys}). Start the CARLA simulator first, e.g. "
             f"'./CarlaUE4.sh -RenderOffScreen -carla-rpc-port={cfg.port}' (CARLA 0.9.x) on that host, "
             f"or run the embedded simulator with --backend builtin. ({exc})"
         ) from exc
@@ -355,33 +394,10 @@ class CarlaBackend:
         return EgoState(tr.location.x, -tr.location.y, -math.radians(tr.rotation.yaw), math.hypot(v.x, v.y))
 
     def _ground_truth(self) -> tuple[GroundTruthObject, ...]:
-        cam_tr = self.camera.get_transform()
-        ego_tr = self.ego.get_transform()
-        out = []
         actors: list[tuple[Any, str, str]] = [(self.walker, self.options.pedestrian_class, "pedestrian_0")]
         actors += [(c, self.options.car_class, f"car_{i}") for i, c in enumerate(self.parked)]
-        for actor, cls, track in actors:
-            tr = actor.get_transform()
-            box = project_actor_box(self.k, actor.bounding_box, tr, cam_tr)
-            if box is None:
-                continue
-            c = tr.transform(actor.bounding_box.location)  # returns a Vector3D
-            centre = _carla().Location(x=c.x, y=c.y, z=c.z)
-            if self.options.occlusion_check and not self._visible(cam_tr.location, centre, actor):
-                continue
-            out.append(GroundTruthObject.at_position(box, cls, ego_frame_position(centre, ego_tr), track))
-        return tuple(out)
-
-    def _visible(self, cam_loc: Any, target: Any, actor: Any) -> bool:
-        """Nothing but the actor itself lies on the ray from the camera to the box centre."""
-        hits = self.world.cast_ray(cam_loc, target)
-        dist = cam_loc.distance(target)
-        ext = actor.bounding_box.extent
-        margin = math.sqrt(ext.x**2 + ext.y**2 + ext.z**2)
-        # hits right at the camera are the ego's own body (the camera sits on it)
-        return all(
-            cam_loc.distance(h.location) >= dist - margin or cam_loc.distance(h.location) < _SELF_HIT_M for h in hits
-        )
+        return actors_ground_truth(self.world, self.k, self.camera.get_transform(), self.ego.get_transform(), actors,
+                                   self.options.occlusion_check)
 
     def _destroy_actors(self) -> None:
         errors: list[str] = []

@@ -50,9 +50,10 @@ def test_online_and_shipped_node_configs_match_the_demo_recordings():
     assert (demo.scenario.camera.width, demo.scenario.camera.height) == (1280, 720)
     topics = BagTopics()
     monitors = load_model(ROOT / "config" / "monitors.yaml", MonitorsConfig, section="monitors")
+    assert _node_params("safety_monitor", "online.yaml")["image_transport"] == "compressed"
+    assert _node_params("safety_monitor", "safety_monitor.yaml")["image_transport"] == "raw"  # live cameras
     for file, node in (("online.yaml", "safety_monitor"), ("safety_monitor.yaml", "safety_monitor")):
         p = _node_params(node, file)
-        assert p["image_transport"] == "compressed"
         assert (p["topics"]["image"], p["topics"]["camera_info"], p["topics"]["detections"]) == (
             topics.image, topics.camera_info, topics.detections)
         assert MonitorsConfig.model_validate(p["monitors"]) == monitors, file

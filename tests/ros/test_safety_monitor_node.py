@@ -26,7 +26,7 @@ def _params(tmp_path, ros_tools, node_name="safety_monitor", **overrides):
     p["monitors"]["plausibility"]["danger_region"] = dict(DANGER)
     p["monitors"]["plausibility"]["warning_region"] = dict(WARNING)
     p["monitors"]["stop_region"]["region"] = dict(WARNING)
-    p.update(stale_timeout_s=0.8, diagnostics_period_s=0.2, image_transport="raw")  # these tests publish raw Image
+    p.update(stale_timeout_s=0.8, diagnostics_period_s=0.2)
     p["qos"]["reliable_inputs"] = True
     for k, v in overrides.items():
         p[k] = v
