@@ -22,22 +22,84 @@ from perception_safety.evaluation.confusion.types import DistanceConfusion, Empt
 _TITLES = {"class": "class-labeled", "prop": "proposition-labeled"}
 
 
-def draw_matrix(ax: Axes, cm: np.ndarray, labels: tuple[str, ...], title: str, empty_column: EmptyColumn = "zeros"):
-    """One heatmap: colour P(pred | true), text ``count`` and ``p`` per cell; returns the image."""
+def draw_matrix(
+    ax: Axes,
+    cm: np.ndarray,
+    labels: tuple[str, ...],
+    title: str,
+    empty_column: EmptyColumn = "zeros",
+    fontsize: float | None = None,
+):
+    """One heatmap: colour P(pred | true), text ``count`` and ``p`` per cell; returns the image.
+
+    ``fontsize`` of the cell text; default scales with the number of labels (readable up to 8 labels on a
+    panel of about 1 inch per label, see `plot_pages`).
+    """
     p = column_normalize(cm, empty_column)
     im = ax.imshow(p, cmap="Blues", vmin=0.0, vmax=1.0)
     n = len(labels)
-    ax.set_xticks(range(n), labels, fontsize=7, rotation=30 if n > 3 else 0)
-    ax.set_yticks(range(n), labels, fontsize=7)
-    ax.set_xlabel("true")
-    ax.set_ylabel("predicted")
-    ax.set_title(title, fontsize=9)
-    small = 5 if n > 6 else 7
+    tick = 9 if n <= 4 else 8
+    ax.set_xticks(range(n), labels, fontsize=tick, rotation=30 if n > 3 else 0)
+    ax.set_yticks(range(n), labels, fontsize=tick)
+    ax.set_xlabel("true", fontsize=9)
+    ax.set_ylabel("predicted", fontsize=9)
+    ax.set_title(title, fontsize=10)
+    small = fontsize or (5 if n > 6 else 7)
+    column_n = cm.sum(axis=0)
     for i in range(n):
         for j in range(n):
             color = "white" if p[i, j] > 0.6 else "black"
-            ax.text(j, i, f"{int(cm[i, j])}\n{p[i, j]:.2f}", ha="center", va="center", fontsize=small, color=color)
+            rate = f"{p[i, j]:.2f}" if column_n[j] > 0 else "n/a"  # no sample of this true label: undefined
+            ax.text(j, i, f"{int(cm[i, j])}\n{rate}", ha="center", va="center", fontsize=small, color=color)
     return im
+
+
+def bins_with_objects(dc: DistanceConfusion, kind: Kind) -> list[int]:
+    """Bins holding at least one ground-truth object (a count in a column other than the trailing empty one)."""
+    cms = dc.counts(kind)
+    return [k for k in range(dc.n_bins) if int(cms[k][:, :-1].sum()) > 0]
+
+
+def plot_pages(
+    dc: DistanceConfusion,
+    kind: Kind,
+    out_dir: str | Path,
+    per_page: int = 4,
+    dpi: int = 100,
+    empty_column: EmptyColumn = "zeros",
+) -> tuple[list[Path], list[int]]:
+    """Readable pages of 2 x 2 large panels: every bin with ground-truth objects, then the pooled matrix.
+
+    Returns the PNG paths ``{kind}_cm_page{i}.png`` and the bins left out because they hold no object
+    (their matrices would only count empty frames; the caller names them instead of drawing empty grids).
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    drawn = bins_with_objects(dc, kind)
+    skipped = [k for k in range(dc.n_bins) if k not in drawn]
+    panels: list[int | None] = [*drawn, None]
+    n = len(dc.labels(kind))
+    size = 1.3 + 0.95 * n
+    cell_font = 11 if n <= 3 else 10 if n <= 4 else 8
+    paths = []
+    for page, start in enumerate(range(0, len(panels), per_page)):
+        chunk = panels[start : start + per_page]
+        cols = min(2, len(chunk))
+        rows = math.ceil(len(chunk) / cols)
+        fig = Figure(figsize=(cols * size + 1.2, rows * size + 0.4), layout="constrained")
+        axes = fig.subplots(rows, cols, squeeze=False)
+        im = None
+        for idx, ax in enumerate(axes.flat):
+            if idx >= len(chunk):
+                ax.set_axis_off()
+                continue
+            k = chunk[idx]
+            cm = dc.counts(kind, pooled=True) if k is None else dc.counts(kind)[k]
+            im = draw_matrix(ax, cm, dc.labels(kind), _bin_title(dc, kind, k), empty_column, cell_font)
+        if im is not None:
+            fig.colorbar(im, ax=axes, label="P(pred | true)", shrink=0.7)
+        paths.append(_save(fig, out / f"{kind}_cm_page{page + 1}.png", dpi))
+    return paths, skipped
 
 
 def _bin_title(dc: DistanceConfusion, kind: Kind, k: int | None) -> str:
@@ -137,6 +199,9 @@ def plot_rates(metrics: Sequence[ClassMetrics], path: str | Path, alpha: float =
             pooled = [m for m in metrics if m.label == label and m.bin == "pooled" and getattr(m, rate) is not None]
             for m in pooled:
                 ax.axhline(getattr(m, rate), color=color, ls=":", lw=1)
+        if not ax.lines and not ax.collections:  # never an empty axis: say why instead
+            ax.text(0.5, 0.5, f"not computed:\nno {rate} is defined\n(no samples in any bin)", ha="center",
+                    va="center", transform=ax.transAxes, fontsize=9)
         ax.set_xlabel("distance (m, bin centre)")
         ax.set_title(f"{rate} per bin, {100 * (1 - alpha):g} % Clopper-Pearson", fontsize=9)
         ax.set_ylim(-0.02, 1.02)

@@ -13,6 +13,7 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 TITLES = {
     "class": "(a) class-labeled",
@@ -33,11 +34,48 @@ def curves(results: Iterable[Mapping[str, Any]], variant: str, true_env: str, sp
     return {v: sorted(pts) for v, pts in sorted(out.items())}
 
 
-def draw_variant(
-    ax: Axes, results: Iterable[Mapping[str, Any]], variant: str, true_env: str, spec: str, log_scale: bool = False
-) -> int:
-    """One panel; returns the number of lines drawn. ``log_scale`` drops zero probabilities (not drawable)."""
+def coinciding(
+    results: Iterable[Mapping[str, Any]], variant: str, true_env: str, spec: str, tol: float = 1e-9
+) -> list[int]:
+    """Max speeds V whose lines lie on top of the line of the largest V (equal within ``tol`` at every shared v0)."""
     data = curves(results, variant, true_env, spec)
+    if len(data) < 2:
+        return []
+    top = max(data)
+    ref = {p[0]: p[1] for p in data[top]}
+    same = [V for V, pts in data.items() if all(p[0] in ref and abs(p[1] - ref[p[0]]) <= tol for p in pts)]
+    return same if len(same) > 1 else []
+
+
+def speed_label(cell_length_m: float = 1.0, step_s: float | None = None) -> str:
+    """The x-axis label: the model's unit (cells per step) with its conversion to metres."""
+    if step_s:
+        return f"initial speed v0 (cells/step; 1 cell = {cell_length_m:g} m, 1 step = {step_s:g} s)"
+    return f"initial speed v0 (cells/step; 1 cell/step = {cell_length_m:g} m per model step)"
+
+
+def draw_variant(
+    ax: Axes,
+    results: Iterable[Mapping[str, Any]],
+    variant: str,
+    true_env: str,
+    spec: str,
+    log_scale: bool = False,
+    cell_length_m: float = 1.0,
+    step_s: float | None = None,
+) -> int:
+    """One panel; returns the number of lines drawn. ``log_scale`` drops zero probabilities (not drawable).
+
+    With ``step_s`` (seconds per model step) a top axis gives the speed in m/s. A panel without results says
+    "not computed" instead of drawing empty axes.
+    """
+    data = curves(results, variant, true_env, spec)
+    if not data:
+        ax.set_axis_off()
+        ax.set_title(TITLES.get(variant, variant), fontsize=10)
+        ax.text(0.5, 0.5, f"not computed:\nno result for variant '{variant}',\ntrue environment '{true_env}', "
+                f"spec '{spec}'\n(see the warnings)", ha="center", va="center", fontsize=9, transform=ax.transAxes)
+        return 0
     for V, pts in data.items():
         if log_scale:
             pts = [p for p in pts if p[1] > 0]
@@ -48,7 +86,12 @@ def draw_variant(
             ax.fill_between([p[0] for p in band], [p[2] for p in band], [p[3] for p in band],
                             color=line.get_color(), alpha=0.15, linewidth=0)
     ax.set_title(TITLES.get(variant, variant), fontsize=10)
-    ax.set_xlabel("initial speed v0 (cells/step)")
+    ax.set_xlabel(speed_label(cell_length_m, step_s), fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # the model's speeds are whole cells per step
+    if step_s:
+        factor = cell_length_m / step_s
+        top = ax.secondary_xaxis("top", functions=(lambda v: v * factor, lambda ms: ms / factor))
+        top.set_xlabel("initial speed (m/s)", fontsize=8)
     ax.set_ylabel(f"P(s0 ⊨ {spec})")
     if log_scale:
         ax.set_yscale("log")
@@ -64,6 +107,8 @@ def plot_satisfaction(
     results: Iterable[Mapping[str, Any]], path: str | Path, true_env: str = "ped", spec: str = "phi",
     variants: Iterable[str] = ("class", "class_by_distance", "prop", "prop_by_distance"),
     log_scale: bool = False,
+    cell_length_m: float = 1.0,
+    step_s: float | None = None,
 ) -> Path:
     """Write the Fig. 8-style 2×2 figure (PNG or any matplotlib format by suffix)."""
     results = list(results)
@@ -74,7 +119,7 @@ def plot_satisfaction(
     FigureCanvasAgg(fig)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, variant in zip(axes, variants, strict=False):
-        draw_variant(ax, results, variant, true_env, spec, log_scale)
+        draw_variant(ax, results, variant, true_env, spec, log_scale, cell_length_m, step_s)
     for ax in axes[len(variants):]:
         ax.set_visible(False)
     banded = any(r.get("lower") is not None for r in results)

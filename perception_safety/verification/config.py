@@ -79,6 +79,8 @@ class PlotConfig(BaseModel):
     true_env: str = "ped"
     spec: str = "phi"
     log_scale: bool = False
+    step_s: PositiveFloat | None = None
+    """Seconds per model step; when given, Fig. 8 also shows speeds in m/s (= cells/step × cell_length_m / step_s)."""
 
 
 class BoundsConfig(BaseModel):

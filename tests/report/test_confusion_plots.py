@@ -56,3 +56,21 @@ def test_pooled_panel_uses_pooled_counts(tmp_path: Path) -> None:
     a = imread(plot_bin(small(), "class", None, tmp_path / "pooled.png", dpi=40))
     b = imread(plot_bin(small(), "class", 0, tmp_path / "bin0.png", dpi=40))
     assert a.shape == b.shape and not np.array_equal(a, b)  # titles and the (empty, empty) count differ
+
+
+def test_undefined_column_says_n_a() -> None:
+    ax = Figure().add_subplot()
+    draw_matrix(ax, np.array([[0, 1], [0, 3]]), ("ped", "empty"), "t")
+    assert [t.get_text() for t in ax.texts] == ["0\nn/a", "1\n0.25", "0\nn/a", "3\n0.75"]
+
+
+def test_pages_draw_only_bins_with_objects_and_the_pooled_matrix(tmp_path: Path) -> None:
+    from perception_safety.report.confusion_plots import bins_with_objects, plot_pages
+
+    dc = small()  # bin 1 holds only an empty frame
+    assert bins_with_objects(dc, "class") == [0]
+    pages, skipped = plot_pages(dc, "class", tmp_path, per_page=4, dpi=40)
+    assert [p.name for p in pages] == ["class_cm_page1.png"] and skipped == [1]
+    many, _ = plot_pages(dc, "class", tmp_path / "one_per_page", per_page=1, dpi=40)
+    assert len(many) == 2  # bin 0, then pooled
+    assert imread(many[0]).shape[1] >= 2.5 * 40  # a panel of about 1 inch per label

@@ -52,3 +52,24 @@ def test_band_drawn_from_lower_and_upper():
     plain = Figure().subplots()
     draw_variant(plain, RECORDS, "class", "ped", "phi")
     assert not plain.collections
+
+
+def test_panel_without_results_says_not_computed_and_units_are_stated():
+    from perception_safety.report.verification_plots import speed_label
+
+    ax = Figure().subplots()
+    assert draw_variant(ax, RECORDS, "prop", "ped", "phi") == 0
+    assert not ax.axison and "not computed" in ax.texts[0].get_text()
+    assert "1 cell/step = 2 m per model step" in speed_label(2.0)
+    ax = Figure().subplots()
+    draw_variant(ax, RECORDS, "class", "ped", "phi", cell_length_m=2.0, step_s=0.5)
+    assert "1 step = 0.5 s" in ax.get_xlabel()
+    assert ax.child_axes and ax.child_axes[0].get_xlabel() == "initial speed (m/s)"
+
+
+def test_coinciding_lines_are_found():
+    from perception_safety.report.verification_plots import coinciding
+
+    assert coinciding(RECORDS, "class", "ped", "phi") == [1, 2]  # 0.5 ** v0 for both V
+    shifted = [{**r, "probability": r["probability"] / r["max_speed"]} for r in RECORDS]
+    assert coinciding(shifted, "class", "ped", "phi") == []

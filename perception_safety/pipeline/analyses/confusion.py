@@ -27,7 +27,7 @@ def _thin_note(m: ClassMetrics, min_samples: int) -> str:
 
 
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
-    from perception_safety.report.confusion_plots import plot_bin, plot_grid, plot_rates
+    from perception_safety.report.confusion_plots import plot_bin, plot_grid, plot_pages, plot_rates
 
     dc = red.confusion
     assert dc is not None
@@ -93,8 +93,18 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         plot_rates(metrics, d / "rates_vs_distance.png", ccfg.alpha).read_bytes(),
         f"Recall and precision vs distance with {level} Clopper-Pearson error bars",
     )
-    sec.figure(plot_grid(dc, "class", d / "class_cm_grid.png").read_bytes(), "Class-labeled matrices, P(pred | true)")
-    sec.figure(plot_grid(dc, "prop", d / "prop_cm_grid.png").read_bytes(), "Proposition-labeled matrices")
+    for kind, name in (("class", "Class-labeled"), ("prop", "Proposition-labeled")):
+        pages, skipped = plot_pages(dc, kind, d)
+        plot_grid(dc, kind, d / f"{kind}_cm_grid.png")  # all bins in one overview file, not embedded
+        empty = ", ".join(f"[{dc.bin_edges[k][0]:g}, {dc.bin_edges[k][1]:g})" for k in skipped)
+        for i, page in enumerate(pages):
+            caption = (
+                f"{name} matrices, page {i + 1} of {len(pages)}: each cell shows the count (top) and P(pred | true) "
+                "(bottom, also the colour); rows predicted, columns true."
+            )
+            if empty and i == len(pages) - 1:
+                caption += f" Not drawn: bins {empty} m hold no ground-truth object (only empty frames)."
+            sec.figure(page.read_bytes(), caption)
     plot_bin(dc, "class", None, d / "class_cm_pooled.png")
     warn_labels(ev, dc, cfg)
     ped = [m for m in metrics if m.bin == "pooled" and m.recall is not None]

@@ -13,7 +13,7 @@ from perception_safety.report.html import Metric
 
 
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
-    from perception_safety.report.verification_plots import plot_satisfaction
+    from perception_safety.report.verification_plots import coinciding, plot_satisfaction
     from perception_safety.verification.errors import VerificationError
     from perception_safety.verification.sweep import SweepResult, run_sweep
     from perception_safety.verification.sweep import write_csv as write_sweep_csv
@@ -70,10 +70,31 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     )
     env = vcfg.plot.true_env
     spec = vcfg.plot.spec if vcfg.plot.spec in sweep.specs else next(iter(sweep.specs))
-    sec.figure(
-        plot_satisfaction(sweep.results, d / "satisfaction.png", env, spec, vcfg.variants).read_bytes(),
-        f"P(φ) vs initial speed, true environment '{env}', spec '{spec}' (Fig. 8 style)",
+    geo, step_s = vcfg.geometry, vcfg.plot.step_s
+    png = plot_satisfaction(
+        sweep.results, d / "satisfaction.png", env, spec, vcfg.variants, vcfg.plot.log_scale, geo.cell_length_m, step_s
     )
+    sec.figure(png.read_bytes(), f"P(φ) vs initial speed, true environment '{env}', spec '{spec}' (Fig. 8 style)")
+    unit = (
+        f"Speeds are in the model's cells per step: one cell is {geo.cell_length_m:g} m"
+        + (
+            f" and one step {step_s:g} s, so v0 = 1 is {geo.cell_length_m / step_s:g} m/s (top axis)."
+            if step_s
+            else "; the chain has no time step, so m/s needs verification.plot.step_s (seconds per step)."
+        )
+    )
+    sec.text(unit, "note")
+    overlaps = {v: same for v in vcfg.variants if (same := coinciding(sweep.results, v, env, spec))}
+    if overlaps:
+        groups = sorted({tuple(same) for same in overlaps.values()})
+        vs = "; ".join("V = " + ", ".join(map(str, g)) for g in groups)
+        sec.text(
+            f"Overlapping lines: in panel(s) {', '.join(overlaps)} the lines of {vs} lie on top of each other (equal "
+            "within 1e-9 at every shared v0), so only the last one drawn is visible: with this controller the "
+            "probability depends on the initial speed v0, not on the maximum speed V. Each line has points only for "
+            "v0 ≤ V.",
+            "note",
+        )
     worst: dict[str, dict[str, Any]] = {}
     for r in sweep.results:
         if r["true_env"] == env and r["spec"] == spec:
