@@ -79,7 +79,7 @@ def _frames(
         from perception_safety.io.dataset import DatasetReadReport, read_jsonl_frames
 
         rep = DatasetReadReport()
-        yield from read_jsonl_frames(path, skip_bad=skip_bad, report=rep)
+        yield from _scoped(read_jsonl_frames(path, skip_bad=skip_bad, report=rep), str(path), cfg)
         notes += [f"skipped {where[0]}:{where[1]}: {why}" for where, why in rep.skipped.items()]
         return
     if path.is_dir() or suffix in (".mcap", ".db3"):
@@ -92,12 +92,24 @@ def _frames(
         found = select_bags([path], include_perfect)
         notes += input_notes(found)
         for bag in used(found):
-            yield from read_frames(bag, topics, cfg.bag_tolerance_ns, with_images=False, report=rep)
+            yield from _scoped(read_frames(bag, topics, cfg.bag_tolerance_ns, with_images=False, report=rep), bag, cfg)
         notes += rep.summary_lines()[1:]
         return
     if not path.exists():
         raise PerceptionSafetyError(f"{path}: no such file or directory")
     raise PerceptionSafetyError(f"{path}: unknown input type (expected .jsonl, .csv, a rosbag2 bag, or a matrix .json)")
+
+
+def _scoped(frames: Iterable[Any], scope: Any, cfg: ConfusionRunConfig) -> Iterator[Any]:
+    """With ``sample_unit: track_window``, prefix track ids with their input: episodes reuse ids and clocks."""
+    if cfg.sample_unit != "track_window":
+        yield from frames
+        return
+    from dataclasses import replace
+
+    for f in frames:
+        gts = tuple(replace(g, track_id=f"{scope}#{g.track_id}") if g.track_id else g for g in f.ground_truth)
+        yield replace(f, ground_truth=gts)
 
 
 def _progress(frames: Iterable[Any], label: str, enabled: bool) -> Iterator[Any]:
@@ -141,6 +153,11 @@ def run(args: argparse.Namespace) -> int:
             continue
         acc = acc or ConfusionAccumulator(cfg)
         if path.suffix.lower() == ".csv" and path.is_file():
+            if cfg.sample_unit == "track_window":
+                raise PerceptionSafetyError(
+                    f"{path}: sample_unit track_window needs track ids and stamps, which CSV datasets do not carry "
+                    "(use JSON Lines or bags, or sample_unit: frame)"
+                )
             from perception_safety.evaluation.confusion.config import ClassMapper
             from perception_safety.evaluation.confusion.io import read_detection_csv
 
@@ -165,6 +182,11 @@ def run(args: argparse.Namespace) -> int:
     rows = class_metrics(dc, cfg.alpha, cfg.min_samples)
     thin = thin_columns(dc, cfg.min_samples)
     warnings = thin_column_messages(thin, cfg.min_samples)
+    if cfg.sample_unit == "track_window" and acc is not None:
+        from perception_safety.evaluation.confusion.windows import sample_unit_note, untracked_warning
+
+        notes.append(sample_unit_note(dc.report, cfg.track_window_s))
+        warnings += [w for w in (untracked_warning(dc.report),) if w]
     config = cfg.model_dump(mode="json") if acc is not None else None
     write_json(
         out / "confusion.json",

@@ -32,6 +32,7 @@ from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
 from perception_safety.evaluation.confusion.types import DistanceConfusion, proposition_labels, subset_lookup
+from perception_safety.evaluation.confusion.windows import WindowVotes
 
 
 def candidate_pairs(batch: FrameBatch, iou_threshold: float) -> tuple[np.ndarray, np.ndarray]:
@@ -214,6 +215,11 @@ class ConfusionAccumulator:
         self._edges = np.asarray(self.config.bin_edges, dtype=np.float64)
         self._lut = subset_lookup(len(self.config.classes))
         self._mapper = ClassMapper(self.config)
+        self._votes = (
+            WindowVotes(round(self.config.track_window_s * 1e9), c1, p)
+            if self.config.sample_unit == "track_window"
+            else None
+        )
 
     def add_frames(self, frames: Iterable[Frame]) -> ConfusionAccumulator:
         """Add frames (consumed in chunks of ``config.chunk_frames``)."""
@@ -262,6 +268,16 @@ class ConfusionAccumulator:
         self.prop_cm_pooled += np.bincount(self._lut[frame_pred] * p + self._lut[frame_true], minlength=p * p).reshape(
             p, p
         )
+        if self._votes is not None:  # sample_unit track_window (`windows`): votes instead of counts
+            if batch.frame_stamps is None or batch.gt_tracks is None:
+                raise ValueError(
+                    "sample_unit track_window needs frame stamps and ground-truth track ids; this input (e.g. a CSV "
+                    "dataset) has none: use sample_unit frame"
+                )
+            win = batch.frame_stamps // self._votes.window_ns
+            self._votes.add_objects(batch.gt_tracks[valid], win[gt_frame[valid]], bv, tv, pv)
+            self._votes.add_cells(np.repeat(win, n_bins), cell_bin, self._lut[pred_mask], self._lut[true_mask])
+            self._votes.add_cells(win, np.full(n_f, -1), self._lut[frame_pred], self._lut[frame_true])
 
         # Report counters.
         det_matched = np.zeros(len(batch.det_boxes), dtype=bool)
@@ -296,6 +312,8 @@ class ConfusionAccumulator:
         self.unmapped_detections.update(other.unmapped_detections)
         self.unmapped_ground_truth.update(other.unmapped_ground_truth)
         self.unannotated_by_class += other.unannotated_by_class
+        if self._votes is not None and other._votes is not None:
+            self._votes.merge(other._votes)
         return self
 
     def report(self) -> dict[str, Any]:
@@ -307,19 +325,25 @@ class ConfusionAccumulator:
         out["detections_unannotated_by_class"] = {
             name: int(n) for name, n in zip(self.config.class_names, self.unannotated_by_class, strict=True)
         }
+        if self._votes is not None:
+            out["track_window_samples"] = self._votes.samples
+            out["ground_truth_untracked"] = self._votes.untracked
         return out
 
     def result(self, source: str = "") -> DistanceConfusion:
         """The matrices as an immutable `DistanceConfusion` (pooled = one bin spanning all edges)."""
         classes = self.config.class_names
+        cms = (self.class_cm, self.class_cm_pooled, self.prop_cm, self.prop_cm_pooled)
+        if self._votes is not None:
+            cms = self._votes.matrices(len(self.config.bins))
         return DistanceConfusion(
             bin_edges=self.config.bins,
             class_labels=(*classes, self.config.empty_label),
             prop_labels=tuple(proposition_labels(classes, self.config.empty_label)),
-            class_cm=self.class_cm,
-            prop_cm=self.prop_cm,
-            class_cm_pooled=self.class_cm_pooled,
-            prop_cm_pooled=self.prop_cm_pooled,
+            class_cm=cms[0],
+            prop_cm=cms[2],
+            class_cm_pooled=cms[1],
+            prop_cm_pooled=cms[3],
             pooled_method="single_bin",
             source=source,
             report=self.report(),

@@ -29,6 +29,10 @@ class FrameBatch:
     gt_distances: np.ndarray
     unmapped_detections: Counter[str] = field(default_factory=Counter, compare=False)
     unmapped_ground_truth: Counter[str] = field(default_factory=Counter, compare=False)
+    frame_stamps: np.ndarray | None = None
+    """Stamp (ns) per frame; None when the input has none (CSV)."""
+    gt_tracks: np.ndarray | None = None
+    """Track id (str, '' = none) per ground-truth object; None when the input has none (CSV)."""
 
     def __post_init__(self) -> None:
         nd, ng = len(self.det_boxes), len(self.gt_boxes)
@@ -40,6 +44,8 @@ class FrameBatch:
             (self.det_offsets[0] == 0 and self.det_offsets[-1] == nd, "det_offsets must span det_boxes"),
             (self.gt_offsets[0] == 0 and self.gt_offsets[-1] == ng, "gt_offsets must span gt_boxes"),
             (bool(np.all(np.diff(self.det_offsets) >= 0) and np.all(np.diff(self.gt_offsets) >= 0)), "offsets order"),
+            (self.frame_stamps is None or len(self.frame_stamps) == len(self.det_offsets) - 1, "frame_stamps length"),
+            (self.gt_tracks is None or len(self.gt_tracks) == ng, "gt_tracks length"),
         )
         for ok, what in checks:
             if not ok:
@@ -58,6 +64,8 @@ class FrameBatch:
         gt_rows: list[tuple[float, float, float, float]] = []
         gt_cls: list[int] = []
         gt_dist: list[float] = []
+        gt_track: list[str] = []
+        stamps: list[int] = []
         un_det: Counter[str] = Counter()
         un_gt: Counter[str] = Counter()
         for frame in frames:
@@ -78,6 +86,8 @@ class FrameBatch:
                 gt_rows.append((b.x_min, b.y_min, b.x_max, b.y_max))
                 gt_cls.append(code)
                 gt_dist.append(g.distance)
+                gt_track.append(g.track_id)
+            stamps.append(frame.stamp_ns)
             det_off.append(len(det_cls))
             gt_off.append(len(gt_cls))
         return cls(
@@ -90,4 +100,6 @@ class FrameBatch:
             gt_distances=np.asarray(gt_dist, dtype=np.float64),
             unmapped_detections=un_det,
             unmapped_ground_truth=un_gt,
+            frame_stamps=np.asarray(stamps, dtype=np.int64),
+            gt_tracks=np.asarray(gt_track, dtype=object),
         )

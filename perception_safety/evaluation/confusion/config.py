@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from fnmatch import fnmatchcase
 from itertools import pairwise
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -54,6 +55,11 @@ class ConfusionConfig(BaseModel):
     """Frames processed per vectorised batch."""
     alpha: float = Field(0.05, gt=0.0, lt=1.0)
     """Two-sided Clopper-Pearson intervals on every proportion are at level 1 - alpha."""
+    sample_unit: Literal["frame", "track_window"] = "frame"
+    """What one count is: every object in every frame (``frame``), or one majority vote per track per
+    ``track_window_s`` window (``track_window``; consecutive frames of a track are not independent)."""
+    track_window_s: float = Field(1.0, gt=0.0, le=86400.0)
+    """Window length in seconds for ``sample_unit: track_window`` (windows of the frame stamps)."""
     min_samples: int = Field(10, ge=1)
     """A column (true label in a bin) or a rate with fewer samples is flagged as thin (warning)."""
 

@@ -38,6 +38,9 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     thin = thin_columns(dc, ccfg.min_samples)
     messages = thin_column_messages(thin, ccfg.min_samples)
     extra = {"min_samples": ccfg.min_samples, "thin_columns": thin_columns_to_json(thin), "warnings": messages}
+    extra["sample_unit"] = ccfg.sample_unit
+    if ccfg.sample_unit == "track_window":
+        extra["track_window_s"] = ccfg.track_window_s
     doc = to_json_dict(dc, ccfg.empty_column, metrics=metrics_to_json(metrics), extra=extra, alpha=ccfg.alpha)
     write_json(
         d / "confusion.json", dc, empty_column=ccfg.empty_column, metrics=doc["metrics"], extra=extra, alpha=ccfg.alpha
@@ -47,6 +50,12 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     for msg in messages:
         ev.warn("confusion", msg, "thin_columns")
     sec = ev.report.section("Confusion matrices (distance-binned)")
+    if ccfg.sample_unit == "track_window":
+        from perception_safety.evaluation.confusion.windows import sample_unit_note, untracked_warning
+
+        sec.text(sample_unit_note(dc.report, ccfg.track_window_s), "note")
+        if (w := untracked_warning(dc.report)) is not None:
+            ev.warn("confusion", w, "untracked_objects")
     sec.text(
         "Class-labeled (one count per ground-truth object, Algorithm 2) and proposition-labeled (one count per "
         "frame and distance bin, Algorithm 1) matrices, cm[pred, true]: rows predicted, columns true, 'empty' last. "
@@ -109,7 +118,8 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     warn_labels(ev, dc, cfg)
     ped = [m for m in metrics if m.bin == "pooled" and m.recall is not None]
     for m in ped:
-        ci = f"{level} CI [{m.recall_lower:.3f}, {m.recall_upper:.3f}], n = {m.ground_truth} objects"
+        unit = "objects" if ccfg.sample_unit == "frame" else f"track windows of {ccfg.track_window_s:g} s"
+        ci = f"{level} CI [{m.recall_lower:.3f}, {m.recall_upper:.3f}], n = {m.ground_truth} {unit}"
         ev.report.summary.append(Metric(f"recall '{m.label}' (pooled)", m.recall, "", ci))
 
 
