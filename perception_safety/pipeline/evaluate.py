@@ -70,6 +70,10 @@ def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
     if analyses & {"confusion", "verification"}:
         dc = ConfusionAccumulator(cfg.confusion).add_frames(frames).result(source=bag)
         partial["confusion"] = to_json_dict(dc)
+    if "verification" in analyses:
+        from perception_safety.pipeline.verdicts import verdict_partial
+
+        partial["verdicts"] = verdict_partial(bag, frames, cfg)  # monitor in the loop: counts per verdict
     if "bbsl" in analyses:
         partial["bbsl"] = {}
         for name in cfg.evaluate.bbsl_specs:
@@ -100,6 +104,9 @@ class Reduced:
     pcd_samples: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
     bbsl: dict[str, OracleReport] = field(default_factory=dict)
     box_extent: BoxExtent = field(default_factory=BoxExtent)
+    verdicts: Any = None
+    """`VerdictSplit` of the bags that carry the monitor's per-frame verdict (None when none does)."""
+    verdict_notes: list[str] = field(default_factory=list)
 
 
 _TEST_CASE_FIELDS = tuple(f.name for f in fields(TestCase))
@@ -127,6 +134,9 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
     confs = [confusion_from_mapping(p["confusion"], p["bag"]) for p in partials if "confusion" in p]
     if confs:
         red.confusion = sum_confusions(confs, source=", ".join(red.bags))
+    from perception_safety.pipeline.verdicts import reduce_verdicts
+
+    red.verdicts, red.verdict_notes = reduce_verdicts(partials)
     names = [n for p in partials for n in p.get("pcd", {})]
     for name in dict.fromkeys(names):
         parts = [p["pcd"][name] for p in partials if name in p.get("pcd", {})]

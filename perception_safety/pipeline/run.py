@@ -11,7 +11,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from perception_safety.io.bag_inputs import ROLE_TEXT, BagInput, select_bags, used
-from perception_safety.pipeline.analyses import bbsl, confusion, pcd, quality, requirements, returns, verification
+from perception_safety.pipeline.analyses import (
+    bbsl,
+    confusion,
+    monitor_loop,
+    pcd,
+    quality,
+    requirements,
+    returns,
+    verification,
+)
 from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.evaluate import NothingUsableError, map_bags, reduce_partials
 from perception_safety.pipeline.evaluate_config import EvaluateConfig, check_requirement_names
@@ -100,6 +109,8 @@ def run_evaluate(
     episodes, notes = returns.read_episodes(episode_logs) if "returns" in analyses else ([], [])
     if episodes:
         steps.append(("returns", lambda ev, red, cfg, out: returns.run(ev, episodes, notes, cfg, out)))
+    if "verification" in analyses:  # after returns: its table puts the empirical E1/E2 beside the model's
+        steps.append(("monitor_loop", monitor_loop.run))
     with progress_bar(console) as bar:
         task = bar.add_task("analyses", total=len(steps))
         for name, step in steps:

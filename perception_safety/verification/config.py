@@ -69,7 +69,7 @@ class MonitorLoopConfig(BaseModel):
     variants: list[Variant] = Field(default_factory=lambda: ["prop_by_distance"], min_length=1)
     hazard_spec: str = 'P=? [F "past_k"]'
     hazard_envs: list[str] = Field(default_factory=lambda: ["ped"], min_length=1)
-    mission_loss_spec: str = 'P=? [F "stopped"]'
+    mission_loss_spec: str = 'P=? [F ("stopped" & !"at_end")]'
     mission_loss_envs: list[str] = Field(default_factory=lambda: ["obs", "empty"], min_length=1)
 
 

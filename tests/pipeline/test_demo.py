@@ -36,6 +36,9 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     e2 = res["returns"]["E2"]["frames"]
     assert abs(e2["SG"] + e2["RH"] - e2["hazard_f"]) < 1e-12
     assert res["verification"]["results"] and res["bbsl"]["stop_region"]["test_cases"] > 0
+    ml = res["monitor_loop"]  # the bags carry the monitor's status: model-checked SG/RH/AC beside E1/E2
+    assert ml["frames_with_verdict"] == sum(r["frames"] for r in res["data_quality"].values())
+    assert {r["measure"] for r in ml["results"]} == {"hazard", "mission_loss"}
     # A second run reuses the finished episodes (resume) and gives the same results.json, byte for byte, except
     # the run's date in the provenance block (the only value that may change; the commit and hashes may not).
     first = (out / "evaluation" / "results.json").read_text()

@@ -1,0 +1,141 @@
+"""Evaluate step: the runtime monitor inside the Markov chain — model-checked SG/RH/AC beside E1/E2 (issue 14)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from perception_safety.pipeline.analyses.base import Evaluation
+from perception_safety.pipeline.evaluate import Reduced
+from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.report.html import Metric
+
+ASSUMPTIONS = (
+    "What each side assumes. Empirical E1/E2 (from the episode logs): E1 counts every frame on which the "
+    "detector errs as a hazard and every alarm on a correct frame as a mission loss, whatever their consequence; "
+    "E2 counts the collisions and stops that happened in the closed-loop simulator, over the episodes run, with the "
+    "simulator's vehicle dynamics, stop rule and the monitor's real correlation from frame to frame — its "
+    "uncertainty is that of a handful of episodes. Model-checked SG_sys/RH_sys/AC_sys: the abstract car–pedestrian "
+    "chain with the configured controller, geometry and fail-safe action; at every step the pair (observation, "
+    "verdict) is drawn afresh from the joint counts n(o, alarm) of the car's distance bin (independent from step to "
+    "step, stationary, the recorded frames representative of the true environment), hazard and mission loss are "
+    "the configured formulas over an unbounded horizon, and f* is perfect perception without a monitor. They answer "
+    "'what does this detector and monitor pair do in this abstract system from each initial speed', not 'what "
+    "happened in these episodes'; agreement in sign and order of magnitude is what to look for."
+)
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.4f}"
+
+
+def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
+    from perception_safety.verification.errors import VerificationError
+    from perception_safety.verification.system_metrics import system_metrics
+
+    sec = ev.report.section("Monitor in the loop: model-checked SG / RH / AC")
+    for note in red.verdict_notes:
+        ev.warn("monitor_loop", f"no monitor verdicts: {note}", "no_verdicts")
+    if red.verdicts is None:
+        sec.text("No bag carries the monitor's per-frame status: the monitor-in-the-loop chains were not built.",
+                 "warn")
+        ev.results["monitor_loop"] = {"results": [], "skipped": {"all": "no bag carries monitor status"}}
+        return
+    vcfg = cfg.verification
+    try:
+        doc = system_metrics(red.verdicts, vcfg)
+    except VerificationError as exc:
+        ev.warn("monitor_loop", f"not computed: {exc}", "error")
+        ev.results["monitor_loop"] = {"results": [], "skipped": {"all": str(exc)}}
+        return
+    for w in doc["warnings"]:
+        ev.warn("monitor_loop", w["message"], w["code"])
+    for key, msg in doc["skipped"].items():
+        ev.warn("monitor_loop", f"{key} not checked: {msg}", "chain_skipped")
+    ev.results["monitor_loop"] = doc
+    d = out / "verification"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "monitor_loop.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    _write_csv(d / "monitor_loop.csv", doc["results"])
+    ml = vcfg.monitor_loop
+    sec.text(
+        f"Observation = (detector observation, monitor verdict '{ml.status}'): joint counts n(o, alarm) per distance "
+        f"bin and true environment from the {doc['frames_with_verdict']} frames with a recorded verdict "
+        f"({doc['frames_without_verdict']} without one left out). Three chains of controller '{doc['controller']}' "
+        f"from the same counts: f (verdict summed out, the monitor ignored), f+m (on an alarm the fail-safe "
+        f"'{ml.fail_safe}' acts) and f* (perfect perception). SG_sys = P_f(hazard) − P_f+m(hazard), "
+        f"RH_sys = P_f+m(hazard) − P_f*(hazard), AC_sys = P_f+m(mission loss) − P_f(mission loss); hazard = "
+        f"{ml.hazard_spec} in {ml.hazard_envs}, mission loss = {ml.mission_loss_spec} in {ml.mission_loss_envs}."
+    )
+    sec.table(
+        ["variant", "true env", "bin [m]", "n (no alarm)", "n (alarm)"],
+        [[c["variant"], c["true_env"], f"[{c['bin'][0]:g}, {c['bin'][1]:g})", c["n_no_alarm"], c["n_alarm"]]
+         for c in doc["verdict_counts"]],
+        "Samples behind each verdict column (the environment's column, bins the roads pass through): splitting by "
+        "verdict leaves fewer samples per estimate than the plain matrices.",
+    )
+    rows = _metric_rows(doc["results"])
+    sec.table(["variant", "V", "v0", "P_f(hazard)", "P_f+m(hazard)", "P_f*(hazard)", "SG_sys", "RH_sys",
+               "P_f(loss)", "P_f+m(loss)", "AC_sys"], rows, "Model-checked, per max speed V and initial speed v0")
+    side = _beside(doc["results"], ev.results.get("returns"), vcfg.max_speeds)
+    sec.table(["source", "SG", "RH", "AC", "n"], side,
+              "Empirical (episode logs) beside model-checked (largest V, range over initial speeds)")
+    sec.text(ASSUMPTIONS)
+    for label, key, worst in (("SG_sys", "SG_sys", min), ("RH_sys", "RH_sys", max), ("AC_sys", "AC_sys", max)):
+        vals = [r[key] for r in doc["results"] if key in r and r["max_speed"] == max(vcfg.max_speeds)]
+        if vals:
+            ev.report.summary.append(Metric(f"{label} (model-checked, worst v0)", worst(vals), "",
+                                            f"V = {max(vcfg.max_speeds)}, {doc['frames_with_verdict']} frames"))
+
+
+def _metric_rows(results: list[dict[str, Any]]) -> list[list[Any]]:
+    by: dict[tuple[str, int, int], dict[str, Any]] = {}
+    for r in results:
+        row = by.setdefault((r["variant"], r["max_speed"], r["initial_speed"]), {})
+        if r["measure"] == "hazard":
+            row.update(hf=r["P_f"], hm=r["P_fm"], hs=r["P_fstar"], sg=r["SG_sys"], rh=r["RH_sys"])
+        else:
+            row.update(lf=r["P_f"], lm=r["P_fm"], ac=r["AC_sys"])
+    out = []
+    for (variant, V, v0), r in by.items():
+        vals = [_fmt(r[k]) if k in r else "–" for k in ("hf", "hm", "hs", "sg", "rh", "lf", "lm", "ac")]
+        out.append([variant, V, v0, *vals])
+    return out
+
+
+def _beside(results: list[dict[str, Any]], returns: Any, max_speeds: list[int]) -> list[list[Any]]:
+    rows: list[list[Any]] = []
+    if isinstance(returns, dict):
+        for scheme in ("E1", "E2"):
+            block = returns.get(scheme)
+            if isinstance(block, dict):
+                for avg in ("frames", "episodes"):
+                    m = block.get(avg)
+                    if isinstance(m, dict):
+                        rows.append([f"{scheme} ({avg})", _fmt(m["SG"]), _fmt(m["RH"]), _fmt(m["AC"]), m["n"]])
+    else:
+        rows.append(["empirical: no episode logs given", "–", "–", "–", 0])
+    V = max(max_speeds)
+    for variant in dict.fromkeys(r["variant"] for r in results):
+        sel = [r for r in results if r["variant"] == variant and r["max_speed"] == V]
+
+        def span(key: str, sel: list[dict[str, Any]] = sel) -> str:
+            vals = [r[key] for r in sel if key in r]
+            return f"{_fmt(min(vals))} – {_fmt(max(vals))}" if vals else "–"
+
+        n_v0 = len({r["initial_speed"] for r in sel})
+        rows.append([f"model-checked {variant}, V = {V}", span("SG_sys"), span("RH_sys"), span("AC_sys"),
+                     f"{n_v0} initial speeds"])
+    return rows
+
+
+def _write_csv(path: Path, results: list[dict[str, Any]]) -> None:
+    cols = ["variant", "measure", "true_env", "max_speed", "initial_speed", "P_f", "P_fm", "P_fstar", "SG_sys",
+            "RH_sys", "AC_sys"]
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        for r in results:
+            w.writerow([f"{r[c]:.17g}" if isinstance(r.get(c), float) else r.get(c, "") for c in cols])
