@@ -16,6 +16,7 @@ import numpy as np
 
 from perception_safety.evaluation.confusion.by_verdict import VerdictSplit
 from perception_safety.evaluation.confusion.types import DistanceConfusion
+from perception_safety.evaluation.intervals import bonferroni, clopper_pearson
 from perception_safety.verification.builder import ObservationModel
 from perception_safety.verification.config import TrueEnvConfig
 from perception_safety.verification.controllers.base import ALARM_TAG
@@ -55,10 +56,20 @@ def verdict_column_counts(split: VerdictSplit, variant: str, env: TrueEnvConfig)
     return np.atleast_2d(np.stack(n, axis=-1))
 
 
+def _cp(k: np.ndarray, n: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    return clopper_pearson(k, np.broadcast_to(n, np.shape(k)), alpha)
+
+
 def joint_observations(
-    split: VerdictSplit, variant: str, env: TrueEnvConfig, beyond_last_bin: str = "error", source: str = ""
+    split: VerdictSplit, variant: str, env: TrueEnvConfig, beyond_last_bin: str = "error", source: str = "",
+    alpha: float | None = None,
 ) -> ObservationModel:
-    """``μ_k((y, a), x_e)`` for ``f + m``: outcomes ``y`` (no alarm) then ``y + (ALARM_TAG,)`` (alarm)."""
+    """``μ_k((y, a), x_e)`` for ``f + m``: outcomes ``y`` (no alarm) then ``y + (ALARM_TAG,)`` (alarm).
+
+    With ``alpha``, Clopper–Pearson intervals holding jointly at ``1 − alpha`` (Bonferroni over the cells
+    estimated: the ``2 × labels`` cells of the joint column, or for several class objects the two ``P(a | x_1)``
+    and the ``2 × objects × labels`` conditionals, whose interval product bounds each outcome).
+    """
     dc0 = split.no_alarm
     kind, cols = env_columns(dc0, variant, env)
     pooled = not variant.endswith("_by_distance")
@@ -67,24 +78,42 @@ def joint_observations(
         n = n[:, None]
     labels = dc0.labels(kind)  # n[a, bin, pred, true]
     first = n[:, :, :, cols[0]]  # [a, bin, pred]
-    p_alarm = _ratio(first.sum(axis=2), first.sum(axis=(0, 2))[None])  # P(a | bin, x_1): [a, bin]
-    if kind == "prop":
-        names = [() if lab == dc0.empty_label else tuple(x.strip() for x in lab.split(",")) for lab in labels]
-        per_a = [_ratio(first[a], first.sum(axis=(0, 2))[:, None]) for a in (0, 1)]  # [bin, pred]
+    total = first.sum(axis=(0, 2))  # [bin]
+    lower = upper = None
+    if kind == "prop" or len(cols) == 1:
+        if kind == "prop":
+            names = [() if lab == dc0.empty_label else tuple(x.strip() for x in lab.split(",")) for lab in labels]
+        else:
+            names = [(lab,) for lab in labels]
+        probs = np.concatenate([_ratio(first[a], total[:, None]) for a in (0, 1)], axis=1)
+        if alpha is not None:
+            lo, hi = _cp(first, total[None, :, None], bonferroni(alpha, 2 * len(labels)))
+            lower, upper = np.concatenate([lo[0], lo[1]], axis=1), np.concatenate([hi[0], hi[1]], axis=1)
     else:
-        names, per_a = [], [np.zeros((n.shape[1], 0)), np.zeros((n.shape[1], 0))]
         combos = list(product(range(len(labels)), repeat=len(cols)))
         names = [tuple(labels[i] for i in c) for c in combos]
+        level = None if alpha is None else bonferroni(alpha, 2 + 2 * len(cols) * len(labels))
+        n_a = first.sum(axis=2)  # [a, bin]
+        factors = [(_ratio(n_a, total[None]), *(_cp(n_a, total[None], level) if level else (None, None)))]
+        per_a: list[list[np.ndarray]] = [[], [], []]
         for a in (0, 1):
-            cond = [_ratio(n[a, :, :, c], n[a, :, :, c].sum(axis=1, keepdims=True)) for c in cols]  # [bin, pred]
-            prob = np.repeat(p_alarm[a][:, None], len(combos), axis=1)
-            for o, preds in enumerate(combos):
-                for i, y in enumerate(preds):
-                    prob[:, o] *= cond[i][:, y]
-            per_a[a] = prob
+            cond = []
+            for c in cols:
+                k = n[a, :, :, c]
+                tot = k.sum(axis=1, keepdims=True)
+                cond.append((_ratio(k, tot), *(_cp(k, tot, level) if level else (None, None))))
+            for which in range(3 if level else 1):
+                out = np.repeat(factors[0][which][a][:, None], len(combos), axis=1)
+                for o, preds in enumerate(combos):
+                    for i, y in enumerate(preds):
+                        out[:, o] *= cond[i][which][:, y]
+                per_a[which].append(out)
+        probs = np.concatenate(per_a[0], axis=1)
+        if level:
+            lower, upper = np.concatenate(per_a[1], axis=1), np.concatenate(per_a[2], axis=1)
     outcomes = (*[tuple(y) for y in names], *[(*y, ALARM_TAG) for y in names])
-    probs = np.concatenate(per_a, axis=1)
-    return ObservationModel(outcomes, probs, _edges(dc0, pooled, beyond_last_bin), source or f"{variant} + monitor")
+    return ObservationModel(outcomes, probs, _edges(dc0, pooled, beyond_last_bin), source or f"{variant} + monitor",
+                            lower, upper)
 
 
 def perfect_observations(dc: DistanceConfusion, variant: str, env: TrueEnvConfig) -> ObservationModel:

@@ -9,7 +9,9 @@ For each variant, max speed ``V`` and initial speed ``v0``, three chains of the 
 the SG/RH/AC paper's eqs. 3-5 with the safety return −1 on a hazard and the mission return −1 on a stop
 without a pedestrian, the expectation taken over the chain instead of over recorded episodes. ``hazard``
 (default ``P=? [F "past_k"]``: at or past the crosswalk) is checked in the environments with a pedestrian,
-``mission loss`` (default ``P=? [F "stopped"]``) in those without.
+``mission loss`` (default ``P=? [F ("stopped" & !"at_end")]``) in those without. With ``bounds.enabled``
+every value also gets the interval of the certified-bounds machinery (issue 13): the interval DTMCs of ``f``
+and ``f + m`` at ``1 − alpha/2`` each.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from typing import Any
 import numpy as np
 
 from perception_safety.evaluation.confusion.by_verdict import VerdictSplit
+from perception_safety.verification.bounds import spec_bounds
 from perception_safety.verification.builder import build_chain
 from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.controllers import resolve_controller
 from perception_safety.verification.errors import VerificationError
+from perception_safety.verification.interval_chain import build_interval_chain
 from perception_safety.verification.monitor_loop import (
     check_split,
     joint_observations,
@@ -36,22 +40,47 @@ CHAINS = ("f", "fm", "fstar")
 
 
 def _probabilities(split: VerdictSplit, cfg: VerificationConfig, variant: str, env_name: str, V: int,
-                   formula: str, controller: Any) -> tuple[list[int], dict[str, np.ndarray]]:
+                   formula: str, controller: Any, warnings: list[dict[str, str]]) -> tuple[list[int], dict[str, Any]]:
+    """P(formula) at the initial states of the f, f+m and f* chains; with bounds enabled also the interval
+    chains' ``(lower, upper)`` of f and f+m, each at ``1 − alpha/2`` so that both hold jointly at ``1 − alpha``."""
     marginal = split.marginal
     env = cfg.true_envs[env_name]
     g, system = car_system(marginal, cfg, variant, env_name, V, controller)
+    alpha = cfg.alpha / 2 if cfg.bounds.enabled else None
     models = {
-        "f": observation_model(marginal, variant, env, cfg.beyond_last_bin, "frames with a verdict"),
-        "fm": joint_observations(split, variant, env, cfg.beyond_last_bin, f"{variant} + monitor verdict"),
+        "f": observation_model(marginal, variant, env, cfg.beyond_last_bin, "frames with a verdict", alpha),
+        "fm": joint_observations(split, variant, env, cfg.beyond_last_bin, f"{variant} + monitor verdict", alpha),
         "fstar": perfect_observations(marginal, variant, env),
     }
     starts = [int(s) for s in system.initial_states]
-    out = {}
+    out: dict[str, Any] = {}
     for key, model in models.items():
-        values = check(build_chain(system, model), formula)
-        out[key] = values[starts]
+        out[key] = check(build_chain(system, model), formula)[starts]
+        if model.has_intervals:
+            b = spec_bounds(build_interval_chain(system, model), {"q": formula}, cfg.bounds.cyclic_horizon)["q"]
+            if isinstance(b, VerificationError):
+                warnings.append({"code": "no_bounds", "message": f"{formula}: no interval bounds ({b})"})
+                continue
+            if not b.exact and b.residual > 1e-9:
+                warnings.append({"code": "widened_bounds", "message": (
+                    f"{variant}/{env_name}/V={V}, chain {key}: cycles; bounds widened by {b.residual:.3g}")})
+            out[f"{key}_bounds"] = (b.lower[starts], b.upper[starts])
     speeds = [int(g.cell_speed(np.array([s]))[1][0]) for s in starts]
     return speeds, out
+
+
+def _with_bounds(rec: dict[str, Any], p: dict[str, Any], i: int) -> None:
+    """Interval of each difference from the chains' intervals (f* is exact): [lo_a − hi_b, hi_a − lo_b]."""
+    if "f_bounds" not in p or "fm_bounds" not in p:
+        return
+    (f_lo, f_hi), (m_lo, m_hi) = p["f_bounds"], p["fm_bounds"]
+    rec.update(P_f_lower=float(f_lo[i]), P_f_upper=float(f_hi[i]), P_fm_lower=float(m_lo[i]),
+               P_fm_upper=float(m_hi[i]))
+    if rec["measure"] == "hazard":
+        rec.update(SG_sys_lower=float(f_lo[i] - m_hi[i]), SG_sys_upper=float(f_hi[i] - m_lo[i]),
+                   RH_sys_lower=float(m_lo[i]) - rec["P_fstar"], RH_sys_upper=float(m_hi[i]) - rec["P_fstar"])
+    else:
+        rec.update(AC_sys_lower=float(m_lo[i] - f_hi[i]), AC_sys_upper=float(m_hi[i] - f_lo[i]))
 
 
 def verdict_counts(split: VerdictSplit, cfg: VerificationConfig, variant: str, env_name: str) -> list[dict[str, Any]]:
@@ -109,7 +138,7 @@ def system_metrics(split: VerdictSplit, cfg: VerificationConfig) -> dict[str, An
                 continue
             for V in cfg.max_speeds:
                 try:
-                    speeds, p = _probabilities(split, cfg, variant, env_name, V, formula, controller)
+                    speeds, p = _probabilities(split, cfg, variant, env_name, V, formula, controller, warnings)
                 except VerificationError as exc:
                     skipped[f"{variant}/{measure}/{env_name}/V{V}"] = str(exc)
                     continue
@@ -122,6 +151,7 @@ def system_metrics(split: VerdictSplit, cfg: VerificationConfig) -> dict[str, An
                         rec["RH_sys"] = rec["P_fm"] - rec["P_fstar"]
                     else:
                         rec["AC_sys"] = rec["P_fm"] - rec["P_f"]
+                    _with_bounds(rec, p, i)
                     results.append(rec)
     return {
         "definitions": {
@@ -129,6 +159,10 @@ def system_metrics(split: VerdictSplit, cfg: VerificationConfig) -> dict[str, An
             "AC_sys": "P_fm(mission loss) - P_f(mission loss)",
             "hazard": ml.hazard_spec, "mission_loss": ml.mission_loss_spec,
         },
+        "bounds": ("interval DTMCs of f and f+m (Clopper-Pearson per column, Bonferroni, Storm IDTMC), each at "
+                   f"1 - alpha/2 = {1 - cfg.alpha / 2:g} so both hold jointly at 1 - alpha = {1 - cfg.alpha:g}; a "
+                   "difference's interval is [lower_a - upper_b, upper_a - lower_b]; f* is exact"
+                   if cfg.bounds.enabled else "off"),
         "controller": controller.name,
         "fail_safe": ml.fail_safe,
         "emergency_deceleration": ml.emergency_deceleration,

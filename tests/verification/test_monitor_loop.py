@@ -163,3 +163,42 @@ def test_against_independent_numpy_solve(fail_safe):
         for key in ("f", "fm", "fstar"):
             assert r[f"P_{key}"] == pytest.approx(_reach(chains[key], target)[i], abs=1e-9), (r, key)
     assert len(doc["results"]) == 2 * V
+
+
+def test_two_cell_bounds_from_independent_clopper_pearson():
+    """The f+m hazard interval of the 2-cell example from scipy's Beta quantiles: the only uncertain step is
+    (1, 1) -> (2, 1) (hazard for sure) vs (2, 0) (safe); its mass lies in [max(lo_21, 1 - hi_20),
+    min(hi_21, 1 - lo_20)] with per-cell Clopper-Pearson intervals at alpha/2 / 8 (8 cells of the joint column)."""
+    from scipy.stats import beta
+
+    doc = system_metrics(two_cell_split(), two_cell_config())
+    (haz,) = [r for r in doc["results"] if r["measure"] == "hazard"]
+    a = 0.05 / 2 / 8
+
+    def cp(k, n=11):
+        return (beta.ppf(a / 2, k, n - k + 1) if k else 0.0), (beta.ppf(1 - a / 2, k + 1, n - k) if k < n else 1.0)
+
+    to_21 = [cp(0), cp(3)]                               # no alarm, kind obs / empty
+    to_20 = [cp(5), cp(0), cp(1), cp(0), cp(0), cp(2)]   # ped, ped+obs without alarm; every alarm outcome
+    lo21, hi21 = sum(c[0] for c in to_21), min(1.0, sum(c[1] for c in to_21))
+    lo20, hi20 = sum(c[0] for c in to_20), min(1.0, sum(c[1] for c in to_20))
+    assert haz["P_fm_lower"] == pytest.approx(max(lo21, 1 - hi20), abs=1e-9)
+    assert haz["P_fm_upper"] == pytest.approx(min(hi21, 1 - lo20), abs=1e-9)
+    assert haz["SG_sys_lower"] == pytest.approx(haz["P_f_lower"] - haz["P_fm_upper"], abs=1e-12)
+    assert haz["SG_sys_upper"] == pytest.approx(haz["P_f_upper"] - haz["P_fm_lower"], abs=1e-12)
+    assert haz["P_f_lower"] <= haz["P_f"] <= haz["P_f_upper"]
+    assert haz["RH_sys_lower"] <= haz["RH_sys"] <= haz["RH_sys_upper"]
+    (loss,) = [r for r in doc["results"] if r["measure"] == "mission_loss"]
+    assert loss["AC_sys_lower"] <= loss["AC_sys"] <= loss["AC_sys_upper"]
+
+
+def test_class_two_objects_bounds_contain_point():
+    n0 = np.zeros((1, 3, 3), dtype=np.int64)
+    n1 = np.zeros((1, 3, 3), dtype=np.int64)
+    n0[0, 0, 0], n0[0, 2, 0], n0[0, 1, 1], n0[0, 2, 1] = 6, 2, 3, 1
+    n1[0, 0, 0], n1[0, 2, 0], n1[0, 1, 1], n1[0, 2, 1] = 1, 3, 1, 1
+    prop = np.zeros((1, 4, 4), dtype=np.int64)
+    split = VerdictSplit(confusion([(0.0, 50.0)], prop, n0), confusion([(0.0, 50.0)], prop, n1), 10)
+    m = joint_observations(split, "class_by_distance", TrueEnvConfig(class_objects=["ped", "obs"], prop="ped,obs"),
+                           alpha=0.05)
+    assert m.has_intervals and np.all(m.lower <= m.probs + 1e-15) and np.all(m.probs <= m.upper + 1e-15)

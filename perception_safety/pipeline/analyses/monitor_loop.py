@@ -31,6 +31,13 @@ def _fmt(v: float) -> str:
     return f"{v:.4f}"
 
 
+def _iv(r: dict[str, Any], key: str) -> str:
+    """``value [lower, upper]`` when the interval chains gave bounds."""
+    if f"{key}_lower" in r:
+        return f"{_fmt(r[key])} [{_fmt(r[f'{key}_lower'])}, {_fmt(r[f'{key}_upper'])}]"
+    return _fmt(r[key])
+
+
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     from perception_safety.verification.errors import VerificationError
     from perception_safety.verification.system_metrics import system_metrics
@@ -78,7 +85,8 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     )
     rows = _metric_rows(doc["results"])
     sec.table(["variant", "V", "v0", "P_f(hazard)", "P_f+m(hazard)", "P_f*(hazard)", "SG_sys", "RH_sys",
-               "P_f(loss)", "P_f+m(loss)", "AC_sys"], rows, "Model-checked, per max speed V and initial speed v0")
+               "P_f(loss)", "P_f+m(loss)", "AC_sys"], rows,
+              f"Model-checked, per max speed V and initial speed v0; [lower, upper]: {doc.get('bounds', 'off')}")
     side = _beside(doc["results"], ev.results.get("returns"), vcfg.max_speeds)
     sec.table(["source", "SG", "RH", "AC", "n"], side,
               "Empirical (episode logs) beside model-checked (largest V, range over initial speeds)")
@@ -95,12 +103,13 @@ def _metric_rows(results: list[dict[str, Any]]) -> list[list[Any]]:
     for r in results:
         row = by.setdefault((r["variant"], r["max_speed"], r["initial_speed"]), {})
         if r["measure"] == "hazard":
-            row.update(hf=r["P_f"], hm=r["P_fm"], hs=r["P_fstar"], sg=r["SG_sys"], rh=r["RH_sys"])
+            row.update(hf=_iv(r, "P_f"), hm=_iv(r, "P_fm"), hs=_fmt(r["P_fstar"]), sg=_iv(r, "SG_sys"),
+                       rh=_iv(r, "RH_sys"))
         else:
-            row.update(lf=r["P_f"], lm=r["P_fm"], ac=r["AC_sys"])
+            row.update(lf=_iv(r, "P_f"), lm=_iv(r, "P_fm"), ac=_iv(r, "AC_sys"))
     out = []
     for (variant, V, v0), r in by.items():
-        vals = [_fmt(r[k]) if k in r else "–" for k in ("hf", "hm", "hs", "sg", "rh", "lf", "lm", "ac")]
+        vals = [r.get(k, "–") for k in ("hf", "hm", "hs", "sg", "rh", "lf", "lm", "ac")]
         out.append([variant, V, v0, *vals])
     return out
 
@@ -134,6 +143,8 @@ def _beside(results: list[dict[str, Any]], returns: Any, max_speeds: list[int]) 
 def _write_csv(path: Path, results: list[dict[str, Any]]) -> None:
     cols = ["variant", "measure", "true_env", "max_speed", "initial_speed", "P_f", "P_fm", "P_fstar", "SG_sys",
             "RH_sys", "AC_sys"]
+    cols += [f"{c}_{side}" for c in ("P_f", "P_fm", "SG_sys", "RH_sys", "AC_sys") for side in ("lower", "upper")
+             if any(f"{c}_{side}" in r for r in results)]
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
