@@ -91,11 +91,15 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     sec.table(["source", "SG", "RH", "AC", "n"], side,
               "Empirical (episode logs) beside model-checked (largest V, range over initial speeds)")
     sec.text(ASSUMPTIONS)
-    for label, key, worst in (("SG_sys", "SG_sys", min), ("RH_sys", "RH_sys", max), ("AC_sys", "AC_sys", max)):
-        vals = [r[key] for r in doc["results"] if key in r and r["max_speed"] == max(vcfg.max_speeds)]
-        if vals:
-            ev.report.summary.append(Metric(f"{label} (model-checked, worst v0)", worst(vals), "",
-                                            f"V = {max(vcfg.max_speeds)}, {doc['frames_with_verdict']} frames"))
+    V = max(vcfg.max_speeds)
+    for key, worst in (("SG_sys", min), ("RH_sys", max), ("AC_sys", max)):
+        recs = [r for r in doc["results"] if key in r and r["max_speed"] == V]
+        if recs:
+            r = worst(recs, key=lambda r, key=key: r[key])
+            bounds = f", bounds [{r[f'{key}_lower']:.3g}, {r[f'{key}_upper']:.3g}]" if f"{key}_lower" in r else ""
+            ev.report.summary.append(Metric(f"{key} (model-checked, worst v0)", r[key], "",
+                                            f"{r['variant']}, V = {V}, v0 = {r['initial_speed']}{bounds}; "
+                                            f"{doc['frames_with_verdict']} frames"))
 
 
 def _metric_rows(results: list[dict[str, Any]]) -> list[list[Any]]:
