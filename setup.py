@@ -32,6 +32,7 @@ setup(
             "safety_monitor = perception_safety.ros.safety_monitor_node:main",
             "bbsl_monitor = perception_safety.ros.bbsl_monitor_node:main",
             "returns_logger = perception_safety.ros.returns_logger_node:main",
+            "carla_ground_truth = perception_safety.ros.carla_ground_truth_node:main",
             "detector = perception_safety.ros.detector_node:main",
         ],
     },

@@ -4,7 +4,8 @@
 detections_topic:=/detector/detections log_path:=/data/episodes.jsonl``. Every topic is a launch argument, so
 other naming schemes remap here. The bridge's camera is ``/carla/<role>/<camera>/image`` and odometry
 ``/carla/<role>/odometry``; ground truth (vision_msgs/Detection2DArray) and collision stamps (std_msgs/Header,
-e.g. relayed from the bridge's CarlaCollisionEvent header) come from the scenario runner.
+e.g. relayed from the bridge's CarlaCollisionEvent header) come from the scenario runner; the ground truth can come
+from the ``carla_ground_truth`` node started here (the world's actors projected into the bridge camera).
 """
 
 import os
@@ -32,6 +33,18 @@ def generate_launch_description():
         DeclareLaunchArgument("monitor_params", default_value=os.path.join(share, "config", "safety_monitor.yaml")),
         DeclareLaunchArgument("bbsl_params", default_value=os.path.join(share, "config", "bbsl_monitor.yaml")),
         DeclareLaunchArgument("logger_params", default_value=os.path.join(share, "config", "returns_logger.yaml")),
+        DeclareLaunchArgument("ground_truth_params",
+                              default_value=os.path.join(share, "config", "carla_ground_truth.yaml")),
+        Node(
+            package="perception_safety",
+            executable="carla_ground_truth",
+            name="carla_ground_truth",
+            output="screen",
+            parameters=[LaunchConfiguration("ground_truth_params"),
+                        {"role_name": role, "camera_role_name": camera}],
+            remappings=[("/carla/ego_vehicle/rgb_front/image", image),
+                        ("/scenario/ground_truth", LaunchConfiguration("ground_truth_topic"))],
+        ),
         Node(
             package="perception_safety",
             executable="safety_monitor",

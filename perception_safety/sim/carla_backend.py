@@ -169,7 +169,9 @@ def actors_ground_truth(
         box = project_actor_box(k, actor.bounding_box, tr, camera_transform)
         if box is None:
             continue
-        c = tr.transform(actor.bounding_box.location)  # returns a Vector3D
+        loc = actor.bounding_box.location
+        # carla's Transform.transform works in place on its argument: hand it a copy
+        c = tr.transform(carla.Location(x=loc.x, y=loc.y, z=loc.z))
         centre = carla.Location(x=c.x, y=c.y, z=c.z)
         if occlusion_check and not visible(world, camera_transform.location, centre, actor):
             continue

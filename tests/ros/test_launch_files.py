@@ -82,11 +82,12 @@ def _console_scripts() -> dict[str, str]:
 
 def _models() -> dict[str, Any]:
     from perception_safety.ros.bbsl_monitor_node import BBSLMonitorParams
+    from perception_safety.ros.carla_ground_truth_node import GroundTruthParams
     from perception_safety.ros.returns_logger_node import ReturnsLoggerParams
     from perception_safety.ros.safety_monitor_node import SafetyMonitorParams
 
     return {"safety_monitor": SafetyMonitorParams, "bbsl_monitor": BBSLMonitorParams,
-            "returns_logger": ReturnsLoggerParams}
+            "returns_logger": ReturnsLoggerParams, "carla_ground_truth": GroundTruthParams}
 
 
 def _nodes(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[list[Node], dict[str, str]]:
@@ -143,7 +144,10 @@ def test_carla_launch_uses_the_bridge_topic_names(monkeypatch):
     remaps = {n.kwargs["name"]: {s: _resolve(d, args) for s, d in n.kwargs["remappings"]} for n in nodes}
     assert remaps["safety_monitor"]["/camera/image_raw"] == "/carla/hero/rgb_front/image"
     assert remaps["returns_logger"]["/ego/odometry"] == "/carla/hero/odometry"
-    assert {n.kwargs["name"] for n in nodes} == {"safety_monitor", "bbsl_monitor", "returns_logger"}
+    assert remaps["carla_ground_truth"]["/carla/ego_vehicle/rgb_front/image"] == "/carla/hero/rgb_front/image"
+    assert remaps["carla_ground_truth"]["/scenario/ground_truth"] == args["ground_truth_topic"]
+    assert {n.kwargs["name"] for n in nodes} == {"safety_monitor", "bbsl_monitor", "returns_logger",
+                                                 "carla_ground_truth"}
 
 
 @pytest.mark.ros

@@ -133,3 +133,73 @@ def test_nothing_but_the_carla_backend_imports_carla() -> None:
         "assert 'carla' not in sys.modules, 'carla imported eagerly'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class _Actor:
+    """Stand-in for a carla.Actor (needs a server): carla's own Transform and BoundingBox inside."""
+
+    def __init__(self, actor_id, type_id, transform, bbox, attributes=None):
+        self.id, self.type_id, self.bounding_box = actor_id, type_id, bbox
+        self.attributes = attributes or {}
+        self._tr = transform
+        self.is_alive = True
+
+    def get_transform(self):
+        return self._tr
+
+
+class _Hit:
+    def __init__(self, location):
+        self.location = location
+
+
+class _World:
+    """Stand-in for carla.World.cast_ray: the ray hits ``hits`` (carla.Location) wherever it goes."""
+
+    def __init__(self, hits=()):
+        self.hits = [_Hit(h) for h in hits]
+        self.rays = []
+
+    def cast_ray(self, a, b):
+        self.rays.append((a, b))
+        return self.hits
+
+
+def _walker_ahead(distance):
+    bbox = carla.BoundingBox(carla.Location(x=0.0, y=0.0, z=0.0), carla.Vector3D(x=0.3, y=0.3, z=0.9))
+    tr = carla.Transform(carla.Location(x=distance, y=0.0, z=1.0), carla.Rotation())
+    return _Actor(7, "walker.pedestrian.0001", tr, bbox)
+
+
+def test_ground_truth_projects_boxes_and_gives_ego_frame_positions() -> None:
+    from perception_safety.sim.carla_backend import actors_ground_truth
+
+    k = Intrinsics.from_fov(1280, 720, 90.0)
+    ego = carla.Transform(carla.Location(x=-1.5, y=0.0, z=0.0), carla.Rotation())  # camera 1.5 m ahead, 1 m up
+    camera = carla.Transform(carla.Location(x=0.0, y=0.0, z=1.0), carla.Rotation())
+    walker = _walker_ahead(10.0)
+    behind = _Actor(8, "vehicle.audi.a2", carla.Transform(carla.Location(x=-20.0), carla.Rotation()),
+                    carla.BoundingBox(carla.Location(), carla.Vector3D(x=2.0, y=1.0, z=0.8)))
+    world = _World()
+    (gt,) = actors_ground_truth(world, k, camera, ego, [(walker, "pedestrian", "7"), (behind, "car", "8")], True)
+    # near face at 9.7 m, half-width 0.3 m, half-height 0.9 m, centred on the optical axis (hand computation)
+    assert gt.box.x_min == pytest.approx(640 - 640 * 0.3 / 9.7, abs=1e-3)
+    assert gt.box.y_max == pytest.approx(360 + 640 * 0.9 / 9.7, abs=1e-3)
+    assert (gt.class_id, gt.track_id) == ("pedestrian", "7")
+    assert gt.position == pytest.approx((11.5, 0.0, 1.0), abs=1e-4)  # box centre in the ego frame
+    assert gt.distance == pytest.approx(np.hypot(11.5, 1.0), abs=1e-4)
+    assert len(world.rays) == 1  # the car behind the camera is not in view: no ray cast for it
+
+
+def test_ground_truth_drops_an_occluded_actor_but_not_one_hit_at_its_own_box() -> None:
+    from perception_safety.sim.carla_backend import actors_ground_truth
+
+    k = Intrinsics.from_fov(1280, 720, 90.0)
+    ego = carla.Transform(carla.Location(x=-1.5), carla.Rotation())
+    camera = carla.Transform(carla.Location(x=0.0, y=0.0, z=1.0), carla.Rotation())
+    walker = [(_walker_ahead(10.0), "pedestrian", "7")]
+    wall = _World(hits=[carla.Location(x=5.0, y=0.0, z=1.0)])  # something 5 m ahead, the walker at 10 m
+    assert actors_ground_truth(wall, k, camera, ego, walker, occlusion_check=True) == ()
+    assert len(actors_ground_truth(wall, k, camera, ego, walker, occlusion_check=False)) == 1
+    own = _World(hits=[carla.Location(x=9.8, y=0.0, z=1.0)])  # the ray hits the walker's own box
+    assert len(actors_ground_truth(own, k, camera, ego, walker, occlusion_check=True)) == 1
