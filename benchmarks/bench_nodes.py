@@ -8,10 +8,12 @@ median/p95 (bare: image stamp -> callback; monitor: image stamp -> its monitor_r
 this process) and CPU per frame from /proc (utime+stime of the subject process over the window; also the
 median over 1 s sub-windows, which a neighbour's burst on the shared machine disturbs less).
 ``--compare-opencv-threads N`` runs the node a second time with ``opencv_threads: N`` (-1: OpenCV's default pool).
+``--compressed`` streams sensor_msgs/CompressedImage (JPEG, ``--jpeg-quality``) on /bench/image/compressed: the bare
+subscriber then deserializes and decodes each JPEG (OpenCV), the node runs with ``image_transport: compressed``.
 Fast DDS runs with config/fastdds_loopback_shm.xml (64 MB shared memory, UDP on loopback only).
 
     .venv/bin/python benchmarks/bench_nodes.py [--seconds 8] [--width 1920 --height 1080 --rate 30]
-        [--compare-opencv-threads -1]
+        [--compare-opencv-threads -1] [--compressed --jpeg-quality 90]
 """
 
 from __future__ import annotations
@@ -53,14 +55,32 @@ def _env() -> dict[str, str]:
 # ----------------------------------------------------------------------------- roles (child processes)
 
 
-def run_publisher(width: int, height: int, rate: float) -> None:
+def scene_image(width: int, height: int):
+    """A camera-like frame (sky/road gradients, blocks, mild sensor noise): JPEG sizes like real ones, unlike
+    uniform noise, which JPEG cannot compress."""
+    import cv2
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    y = np.linspace(0.0, 1.0, height)[:, None, None]
+    img = (np.array([90, 140, 220]) * (1 - y) + np.array([70, 70, 75]) * y) * np.ones((1, width, 1))
+    for _ in range(60):
+        x0, y0 = int(rng.integers(0, width)), int(rng.integers(height // 4, height))
+        w, h = int(rng.integers(20, width // 6)), int(rng.integers(20, height // 4))
+        cv2.rectangle(img, (x0, y0), (x0 + w, y0 + h), [int(c) for c in rng.integers(0, 256, 3)], -1)
+    img += rng.normal(0.0, 6.0, img.shape)
+    return np.clip(img, 0, 255).astype(np.uint8)
+
+
+def run_publisher(width: int, height: int, rate: float, compressed: bool = False, quality: int = 90) -> None:
     import numpy as np
     import rclpy
     from rclpy.executors import ExternalShutdownException
-    from sensor_msgs.msg import Image
+    from sensor_msgs.msg import CompressedImage, Image
     from vision_msgs.msg import Detection2DArray
 
     from perception_safety.core.types import Box, Detection
+    from perception_safety.io.image_codec import encode_jpeg
     from perception_safety.ros import convert
     from perception_safety.ros.memory import keep_frame_buffers
     from perception_safety.ros.qos import input_qos
@@ -68,10 +88,15 @@ def run_publisher(width: int, height: int, rate: float) -> None:
     keep_frame_buffers()  # as the node does: no per-frame mmap/page faults stealing the shared cores
     rclpy.init()
     node = rclpy.create_node("bench_camera")
-    pub_img = node.create_publisher(Image, "/bench/image", input_qos(1))
+    if compressed:
+        pub_img = node.create_publisher(CompressedImage, "/bench/image/compressed", input_qos(1))
+        msg = CompressedImage(header=convert.header_msg(0, "camera"), format="rgb8; jpeg compressed bgr8",
+                              data=encode_jpeg(scene_image(width, height), quality))
+    else:
+        pub_img = node.create_publisher(Image, "/bench/image", input_qos(1))
+        img = np.random.default_rng(0).integers(0, 256, size=(height, width, 3), dtype=np.uint8)
+        msg = convert.image_msg(img, 0)
     pub_det = node.create_publisher(Detection2DArray, "/bench/detections", input_qos(5))
-    img = np.random.default_rng(0).integers(0, 256, size=(height, width, 3), dtype=np.uint8)
-    msg = convert.image_msg(img, 0)
     dets = [Detection(Box(100.0 + 40 * i, 300.0, 180.0 + 40 * i, 500.0), "car", 0.8) for i in range(5)]
     period = 1.0 / rate
     k = 0
@@ -92,17 +117,20 @@ def run_publisher(width: int, height: int, rate: float) -> None:
         rclpy.try_shutdown()
 
 
-def run_bare(out_path: str, depth: int = 5) -> None:
-    """Raw subscriptions only; records (receive ns, image stamp ns) per image.
+def run_bare(out_path: str, depth: int = 5, compressed: bool = False) -> None:
+    """Raw subscriptions only; records (receive ns, image stamp ns) per image. With ``compressed`` each JPEG is
+    deserialized and decoded (what any consumer of a compressed stream must do at least).
 
     With the node's malloc setting (`keep_frame_buffers`): without it the bare subscriber alternates between
     ~5 ms and ~18 ms CPU per frame (4 500 page faults per frame) from one start to the next.
     """
     import rclpy
     from rclpy.executors import ExternalShutdownException
-    from sensor_msgs.msg import Image
+    from sensor_msgs.msg import CompressedImage, Image
     from vision_msgs.msg import Detection2DArray
 
+    from perception_safety.io.image_codec import decode
+    from perception_safety.ros import convert
     from perception_safety.ros.memory import keep_frame_buffers
     from perception_safety.ros.qos import input_qos
 
@@ -114,11 +142,16 @@ def run_bare(out_path: str, depth: int = 5) -> None:
     def on_image(raw: bytes) -> None:
         now = time.time_ns()
         sec, nsec = struct.unpack_from("<iI", raw, 4)  # CDR: 4-byte encapsulation header, then header.stamp
+        if compressed:
+            decode(convert.decode_cdr(raw, "sensor_msgs/msg/CompressedImage", "/bench/image/compressed").data)
         if not seen:
             Path(out_path + ".ready").touch()
         seen.append((now, sec * 1_000_000_000 + nsec))
 
-    node.create_subscription(Image, "/bench/image", on_image, input_qos(depth), raw=True)
+    if compressed:
+        node.create_subscription(CompressedImage, "/bench/image/compressed", on_image, input_qos(depth), raw=True)
+    else:
+        node.create_subscription(Image, "/bench/image", on_image, input_qos(depth), raw=True)
     node.create_subscription(Detection2DArray, "/bench/detections", lambda raw: None, input_qos(depth), raw=True)
     try:
         rclpy.spin(node)
@@ -243,10 +276,13 @@ def _measure_node(a: argparse.Namespace, env: dict[str, str], opencv_threads: in
 
     params = Path(tempfile.mkdtemp(prefix="bench-nodes-")) / "params.yaml"
     extra = "" if opencv_threads is None else f"    opencv_threads: {opencv_threads}\n"
+    if a.compressed:
+        extra += "    image_transport: compressed\n"
     params.write_text("safety_monitor:\n  ros__parameters:\n    topics: {image: /bench/image, "
                       f"detections: /bench/detections}}\n    qos: {{input_depth: {a.input_depth}}}\n{extra}")
     monitor = subprocess.Popen([str(BIN / "safety_monitor"), "--ros-args", "-r", "__node:=safety_monitor",
-                                "--params-file", str(params)], env=env)
+                                "--params-file", str(params), "-r", "/camera/camera_info:=/bench/camera_info"],
+                               env=env)
     node = rclpy.create_node("bench_probe")
     got: list[tuple[int, int]] = []
     node.create_subscription(DiagnosticArray, "/safety_monitor/monitor_results",
@@ -284,13 +320,15 @@ def main() -> int:
     ap.add_argument("--input-depth", type=int, default=5, help="safety_monitor qos.input_depth (and the bare one's)")
     ap.add_argument("--compare-opencv-threads", type=int, default=None, metavar="N",
                     help="also run the node with opencv_threads N (after the default one), in the same run")
+    ap.add_argument("--compressed", action="store_true", help="stream CompressedImage (JPEG) instead of raw rgb8")
+    ap.add_argument("--jpeg-quality", type=int, default=90)
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     if a.role == "publisher":
-        run_publisher(a.width, a.height, a.rate)
+        run_publisher(a.width, a.height, a.rate, a.compressed, a.jpeg_quality)
         return 0
     if a.role == "bare":
-        run_bare(a.out, a.input_depth)
+        run_bare(a.out, a.input_depth, a.compressed)
         return 0
 
     env = _env()
@@ -298,6 +336,8 @@ def main() -> int:
     os.environ.pop("ROS_AUTOMATIC_DISCOVERY_RANGE", None)
     me = [sys.executable, str(Path(__file__).resolve())]
     size = ["--width", str(a.width), "--height", str(a.height), "--rate", str(a.rate)]
+    if a.compressed:
+        size += ["--compressed", "--jpeg-quality", str(a.jpeg_quality)]
     publisher = subprocess.Popen([*me, "--role", "publisher", *size], env=env)
     results: dict[str, dict[str, float]] = {}
     try:
@@ -305,7 +345,8 @@ def main() -> int:
         # 1) bare subscriber
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
             out = f.name
-        bare = subprocess.Popen([*me, "--role", "bare", "--out", out, "--input-depth", str(a.input_depth)], env=env)
+        bare = subprocess.Popen([*me, "--role", "bare", "--out", out, "--input-depth", str(a.input_depth),
+                                 *(["--compressed"] if a.compressed else [])], env=env)
         t0, t1, cpu, ticks = _measure(bare, Path(out + ".ready"), a.warmup, a.seconds)
         _stop(bare)
         results["bare subscriber"] = _stats([tuple(x) for x in json.loads(Path(out).read_text())], t0, t1, a.rate, cpu,
@@ -326,8 +367,19 @@ def main() -> int:
         _stop(publisher)
 
     costs = in_process_costs(a.width, a.height)
+    if a.compressed:
+        from perception_safety.io.image_codec import decode, encode_jpeg
+
+        payload = encode_jpeg(scene_image(a.width, a.height), a.jpeg_quality)
+        t = []
+        for _ in range(20):
+            t0 = time.process_time()
+            decode(payload)
+            t.append(time.process_time() - t0)
+        costs[f"jpeg decode ({len(payload) // 1024} KB)"] = 1000.0 * sorted(t)[len(t) // 2]
     base = results["bare subscriber"]
-    print(f"{a.width}x{a.height} rgb8 at {a.rate:g} Hz + Detection2DArray(5), {a.seconds:g} s window "
+    kind = f"JPEG q{a.jpeg_quality} CompressedImage" if a.compressed else "rgb8"
+    print(f"{a.width}x{a.height} {kind} at {a.rate:g} Hz + Detection2DArray(5), {a.seconds:g} s window "
           f"(from {a.warmup:g} s after the first message), Fast DDS profile config/fastdds_loopback_shm.xml")
     keys = ["rate_hz", "drop_pct", "latency_median_ms", "latency_p95_ms", "cpu_ms_per_frame", "cpu_ms_frame_med1s",
             "cpu_pct_core"]
