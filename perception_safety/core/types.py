@@ -133,7 +133,12 @@ class EgoState:
 
 @dataclass(frozen=True, slots=True)
 class Frame:
-    """Everything known at one instant. ``image`` is HxWx3 uint8 RGB (or HxW mono) or None."""
+    """Everything known at one instant. ``image`` is HxWx3 uint8 RGB (or HxW mono) or None.
+
+    ``detections`` is what the detector reports (above its score threshold): every metric and monitor uses
+    these. ``candidates`` are its raw boxes *below* the threshold where they were recorded (``None``: not
+    recorded); only PCD reads them, as the paper's un-thresholded top-score input (docs/pcd.md).
+    """
 
     stamp_ns: int
     detections: tuple[Detection, ...] = ()
@@ -141,6 +146,7 @@ class Frame:
     ego: EgoState | None = None
     image: np.ndarray | None = field(default=None, compare=False, repr=False)
     frame_id: str = ""
+    candidates: tuple[Detection, ...] | None = None
 
     def detection_boxes(self) -> np.ndarray:
         """Detections' boxes as an ``(n, 4)`` float64 array."""

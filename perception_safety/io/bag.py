@@ -40,6 +40,8 @@ class BagTopics(BaseModel):
     camera_info: str = "/camera/camera_info"
     """sensor_msgs/CameraInfo per image (size and intrinsics; an image of another size is skipped on read)."""
     detections: str = "/detections"
+    candidates: str = "/detections/candidates"
+    """The detector's boxes below its score threshold (same type as detections; read by PCD only, optional)."""
     ground_truth: str = "/ground_truth"
     ego: str = "/ego/odometry"
     monitor_results: str = "/perception_safety/monitor_results"
@@ -65,12 +67,14 @@ _TYPES = {
     "image": bm.IMAGE_TYPE,
     "camera_info": bm.CAMERA_INFO_TYPE,
     "detections": bm.DETECTIONS_TYPE,
+    "candidates": bm.DETECTIONS_TYPE,
     "ground_truth": bm.DETECTIONS_TYPE,
     "ego": bm.ODOMETRY_TYPE,
 }
 _DECODE = {
     "camera_info": bm.camera_info_size,
     "detections": bm.detections_from_msg,
+    "candidates": bm.detections_from_msg,
     "ground_truth": bm.ground_truth_from_msg,
     "ego": bm.ego_from_msg,
 }
@@ -174,6 +178,7 @@ def write_frames(
                 image_conn = writer.add_connection(image_topic, image_type, typestore=store)
                 if camera_info is not None and topics.camera_info:
                     info_conn = writer.add_connection(topics.camera_info, bm.CAMERA_INFO_TYPE, typestore=store)
+            cand_conn = None  # added with the first frame that carries candidates
             results = iter(monitor_results) if monitor_results is not None and topics.monitor_results else None
             status_conn = (
                 writer.add_connection(topics.monitor_results, bm.DIAGNOSTICS_TYPE, typestore=store) if results else None
@@ -208,6 +213,11 @@ def write_frames(
                 for role, conn in conns.items():
                     if msgs[role] is not None:
                         writer.write(conn, t, store.serialize_cdr(msgs[role], _TYPES[role]))
+                if topics.candidates and frame.candidates is not None:
+                    if cand_conn is None:
+                        cand_conn = writer.add_connection(topics.candidates, bm.DETECTIONS_TYPE, typestore=store)
+                    cand = bm.detections_to_msg(frame.candidates, t)
+                    writer.write(cand_conn, t, store.serialize_cdr(cand, bm.DETECTIONS_TYPE))
                 if results is not None:
                     status = bm.monitor_results_to_msg(tuple(next(results)), t)
                     writer.write(status_conn, t, store.serialize_cdr(status, bm.DIAGNOSTICS_TYPE))
@@ -317,7 +327,7 @@ def _connections(
 ) -> dict[str, Any]:
     by_topic = {c.topic: c for c in reader.connections}
     conns: dict[str, Any] = {}
-    for role in ("image", "camera_info", "detections", "ground_truth", "ego"):
+    for role in ("image", "camera_info", "detections", "candidates", "ground_truth", "ego"):
         name = getattr(topics, role)
         images_off = not with_images and topics.anchor != "image"
         if not name or (role in ("image", "camera_info") and images_off):
@@ -326,6 +336,8 @@ def _connections(
         if conn is None and role == "image":  # image_transport's compressed topic
             conn = by_topic.get(name + COMPRESSED_SUFFIX)
             name = conn.topic if conn is not None else name
+        if conn is None and role == "candidates":
+            continue  # optional: frames then carry candidates=None (not recorded)
         if conn is None:
             if role == topics.anchor:
                 available = ", ".join(f"{t} ({c.msgtype})" for t, c in sorted(by_topic.items())) or "none"
@@ -439,6 +451,7 @@ def _read_open(
             ego=parts.get("ego"),
             image=image,
             frame_id=f"{label}:{int(stamp)}",
+            candidates=parts.get("candidates"),
         )
 
 

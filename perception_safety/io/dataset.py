@@ -8,7 +8,9 @@ Line format::
                        "position": [x, y, z], "track_id": "7"}]}
 
 ``stamp_ns``, ``score``, ``position`` and ``track_id`` are optional; ``distance``
-may be omitted when ``position`` is given (it is then the position's norm).
+may be omitted when ``position`` is given (it is then the position's norm). An optional ``candidates`` list
+(same shape as ``detections``) holds the detector's boxes *below* its score threshold; only PCD reads them
+(absent = not recorded).
 A malformed line is an error naming file and line, or, with ``skip_bad``, a counted skip.
 """
 
@@ -78,12 +80,9 @@ def _position(value: Any) -> tuple[float, float, float]:
     return (float(value[0]), float(value[1]), float(value[2]))
 
 
-def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
-    """Build a `Frame` from one decoded JSON line; raises `InvalidValueError` naming the field."""
-    if not isinstance(record, dict):
-        raise InvalidValueError(f"expected a JSON object, got {type(record).__name__}")
+def _detections(items: Any, key: str) -> tuple[Detection, ...]:
     dets = []
-    for i, d in enumerate(record.get("detections", []) or []):
+    for i, d in enumerate(items or []):
         try:
             if not isinstance(d, dict):
                 raise InvalidValueError(f"expected an object, got {d!r}")
@@ -92,7 +91,16 @@ def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
             box = _box(d["box"], "box")
             dets.append(Detection(box, _text(d, "class"), _number(d, "score", 1.0)))
         except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidValueError(f"detections[{i}]: {_describe(exc)}") from exc
+            raise InvalidValueError(f"{key}[{i}]: {_describe(exc)}") from exc
+    return tuple(dets)
+
+
+def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
+    """Build a `Frame` from one decoded JSON line; raises `InvalidValueError` naming the field."""
+    if not isinstance(record, dict):
+        raise InvalidValueError(f"expected a JSON object, got {type(record).__name__}")
+    dets = _detections(record.get("detections", []), "detections")
+    candidates = _detections(record["candidates"], "candidates") if record.get("candidates") is not None else None
     gts = []
     for i, g in enumerate(record.get("ground_truth", []) or []):
         try:
@@ -115,7 +123,11 @@ def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
     if isinstance(stamp, bool) or not isinstance(stamp, int):
         raise InvalidValueError(f"stamp_ns: expected an integer, got {stamp!r}")
     return Frame(
-        stamp_ns=stamp, detections=tuple(dets), ground_truth=tuple(gts), frame_id=str(record.get("frame", index))
+        stamp_ns=stamp,
+        detections=dets,
+        ground_truth=tuple(gts),
+        frame_id=str(record.get("frame", index)),
+        candidates=candidates,
     )
 
 
@@ -158,6 +170,10 @@ def frame_to_record(frame: Frame) -> dict[str, Any]:
     out["detections"] = [
         {"box": list(d.box.as_tuple()), "class": d.class_id, "score": d.score} for d in frame.detections
     ]
+    if frame.candidates is not None:
+        out["candidates"] = [
+            {"box": list(d.box.as_tuple()), "class": d.class_id, "score": d.score} for d in frame.candidates
+        ]
     gts = []
     for g in frame.ground_truth:
         rec: dict[str, Any] = {"box": list(g.box.as_tuple()), "class": g.class_id, "distance": g.distance}

@@ -2,8 +2,11 @@
 
 This is not a learned detector: per visible ground-truth object it draws a detection with a
 probability from a recall-by-distance curve (or the per-bin recall of a confusion-matrix file),
-jitters the box, draws a confidence score, and adds occasional ghost boxes. The uniform draw that
-decides detection is ``Phi(z_t)`` with ``z_t`` a stationary AR(1) process per object, so the
+jitters the box, draws a confidence score, and adds occasional ghost boxes. Like a real detector's raw
+output, it also produces boxes *below* its score threshold (``candidates``): a detection whose score fell
+under the threshold, and, for most missed objects, a low-score box (a real detector rarely has no box at all
+on a visible object); these never reach the reported detections, only PCD reads them (docs/pcd.md).
+The uniform draw that decides detection is ``Phi(z_t)`` with ``z_t`` a stationary AR(1) process per object, so the
 per-frame probability is as configured but misses come in runs, as a real detector's do. The image quality
 ``q`` in [0, 1] of the object's patch — normalised cross-correlation of the perturbed and the clean
 luma times the ratio of their standard deviations (capped at 1) — scales the detection probability
@@ -68,6 +71,13 @@ class DetectorModelConfig(BaseModel):
     score_mean: float = Field(default=0.82, ge=0.0, le=1.0)
     score_std: float = Field(default=0.08, ge=0.0)
     score_threshold: float = Field(default=0.3, ge=0.0, le=1.0, description="detections below are not reported")
+    candidates: bool = Field(default=True, description="also emit sub-threshold boxes (recorded apart, read by PCD)")
+    candidate_rate: float = Field(
+        default=0.8, ge=0.0, le=1.0, description="share of missed objects that still get a sub-threshold box"
+    )
+    candidate_score_min: float = Field(
+        default=0.02, ge=0.0, le=1.0, description="a missed object's box scores U(candidate_score_min, threshold)"
+    )
     ghost_rate: float = Field(default=0.01, ge=0.0, description="mean ghost boxes per clean frame (Poisson)")
     ghost_class: str = "pedestrian"
     quality_gamma: float = Field(default=3.0, ge=0.0, description="detection probability is scaled by q^gamma")
@@ -106,6 +116,17 @@ def image_quality(clean: np.ndarray, perturbed: np.ndarray, box: Box | None = No
         return 0.0
     ncc = float(((a - a.mean()) * (b - b.mean())).mean() / (sa * sb))
     return max(0.0, ncc) * min(1.0, sb / sa)
+
+
+class DetectorOutput(tuple):
+    """The reported detections (a tuple, as before) carrying the sub-threshold ``candidates`` beside them."""
+
+    candidates: tuple[Detection, ...] | None
+
+    def __new__(cls, detections: tuple[Detection, ...], candidates: tuple[Detection, ...] | None = None):
+        out = super().__new__(cls, detections)
+        out.candidates = candidates
+        return out
 
 
 class DetectorModel:
@@ -177,10 +198,12 @@ class DetectorModel:
         perturbed: np.ndarray | None,
         seed: int,
         t: int,
-    ) -> tuple[Detection, ...]:
+    ) -> DetectorOutput:
+        """Reported detections (score >= threshold) with ``.candidates``: the boxes below the threshold."""
         cfg = self.config
         same = clean is None or perturbed is None or perturbed is clean
         out: list[Detection] = []
+        below: list[Detection] = []
         for g in ground_truth:
             rng = np.random.default_rng([seed & 0xFFFFFFFF, t, zlib.crc32(g.track_id.encode())])
             if g.box.height < cfg.min_box_height_px:
@@ -189,9 +212,11 @@ class DetectorModel:
             p = self.recall(g.class_id, g.distance) * q**cfg.quality_gamma
             u = self._uniform(seed, g.track_id, t)
             noise = rng.normal(size=5)
-            if u >= p:
-                continue
             sigma = cfg.jitter * (1.0 + cfg.jitter_gain * (1.0 - q))
+            if u >= p:
+                if cfg.candidates:
+                    below.extend(self._missed_candidate(g, seed, t, sigma))
+                continue
             bw, bh = g.box.width, g.box.height
             x0 = g.box.x_min + noise[0] * sigma * bw
             x1 = g.box.x_max + noise[1] * sigma * bw
@@ -200,11 +225,33 @@ class DetectorModel:
             box = self._clip(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
             score = cfg.score_mean - cfg.score_drop * (1.0 - q) + cfg.score_std * noise[4]
             score = min(1.0, max(0.0, score))
-            if box is None or score < cfg.score_threshold:
+            if box is None:
+                continue
+            if score < cfg.score_threshold:
+                if cfg.candidates:
+                    below.append(Detection(box, cfg.class_map.get(g.class_id, g.class_id), score))
                 continue
             out.append(Detection(box, cfg.class_map.get(g.class_id, g.class_id), score))
         out.extend(self._ghosts(clean, perturbed, same, seed, t))
-        return tuple(out)
+        return DetectorOutput(tuple(out), tuple(below) if cfg.candidates else None)
+
+    def _missed_candidate(self, g: GroundTruthObject, seed: int, t: int, sigma: float) -> list[Detection]:
+        """A missed object's low-score box (own random stream: the reported detections stay as they were)."""
+        cfg = self.config
+        if cfg.score_threshold <= cfg.candidate_score_min:
+            return []  # nothing scores below the threshold
+        rng = np.random.default_rng([seed & 0xFFFFFFFF, t, zlib.crc32(g.track_id.encode()), 0xCA4D])
+        if rng.uniform() >= cfg.candidate_rate:
+            return []
+        noise = rng.normal(size=4) * 2.0 * sigma
+        bw, bh = g.box.width, g.box.height
+        x0, x1 = g.box.x_min + noise[0] * bw, g.box.x_max + noise[1] * bw
+        y0, y1 = g.box.y_min + noise[2] * bh, g.box.y_max + noise[3] * bh
+        box = self._clip(min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1))
+        if box is None:
+            return []
+        score = float(rng.uniform(cfg.candidate_score_min, cfg.score_threshold))
+        return [Detection(box, cfg.class_map.get(g.class_id, g.class_id), score)]
 
     def _ghosts(self, clean: np.ndarray | None, perturbed: np.ndarray | None, same: bool, seed: int, t: int
                 ) -> list[Detection]:

@@ -19,7 +19,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -324,7 +324,7 @@ class EpisodeEngine:
         """Monitor, stop rule and planner for one rollout frame (``img``: the image the monitors see, ``payload``:
         its recorded JPEG); records the step; returns the next control."""
         t0 = time.perf_counter()
-        frame = Frame(o.stamp_ns, tuple(dets), o.ground_truth, o.ego, img, "camera")
+        frame = Frame(o.stamp_ns, tuple(dets), o.ground_truth, o.ego, img, "camera", getattr(dets, "candidates", None))
         verdict = roll.monitor.evaluate(frame)
         stop_rule = _stop_rule(self.monitors)
         stop_result = stop_rule.update(frame)
@@ -347,7 +347,7 @@ class EpisodeEngine:
                 collision=o.collision,
                 stop=roll.braking,
                 alarm=alarm,
-                frame=Frame(o.stamp_ns, frame.detections, frame.ground_truth, frame.ego, None, "camera"),
+                frame=replace(frame, image=None),
                 reasons=verdict.combined.reasons,
                 values=dict(verdict.combined.values),
             )
@@ -355,7 +355,7 @@ class EpisodeEngine:
         rec = self.cfg.record
         if rec.bags:
             image = img if rec.images == "raw" else None
-            roll.bag_frames.append(Frame(o.stamp_ns, frame.detections, frame.ground_truth, frame.ego, image, "camera"))
+            roll.bag_frames.append(replace(frame, image=image))
             roll.bag_jpegs.append(payload)
             roll.bag_results.append((*verdict.parts, verdict.combined, stop_result))
         times.record += time.perf_counter() - t1

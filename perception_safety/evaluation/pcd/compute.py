@@ -14,16 +14,25 @@ from __future__ import annotations
 import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from scipy.special import ndtr
 
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.pcd.changepoints import ChangePoints, binary_segmentation
+from perception_safety.evaluation.pcd.config import (
+    DEFAULT_GRID,
+    DEFAULT_MIN_SEGMENT,
+    Method,
+    PCDBootstrapConfig,
+    PCDConfig,
+    PCDSampleConfig,
+)
+from perception_safety.evaluation.pcd.diagnostics import FitCheck, PCDWarning
+from perception_safety.evaluation.pcd.diagnostics import diagnose as run_checks
+from perception_safety.evaluation.pcd.logistic import LogisticFit
 from perception_safety.evaluation.pcd.pspline import (
-    DEFAULT_LAMBDA_GRID,
     PYGAM_RIDGE,
     PSplineFit,
     SplineFitError,
@@ -31,68 +40,24 @@ from perception_safety.evaluation.pcd.pspline import (
     fitted_values,
 )
 
-Method = Literal["paper", "reference"]
-DEFAULT_GRID: tuple[float, ...] = tuple(round(0.1 * i, 10) for i in range(1, 10))
-#: Segments shorter than this are not tested for a further change point (per method).
-DEFAULT_MIN_SEGMENT = {"paper": 30, "reference": 130}
-
+__all__ = [
+    "DEFAULT_GRID",
+    "DEFAULT_MIN_SEGMENT",
+    "Method",
+    "PCDBootstrapConfig",
+    "PCDConfig",
+    "PCDError",
+    "PCDResult",
+    "PCDSampleConfig",
+    "Segment",
+    "compute_pcd",
+    "exceedance_probability",
+    "pcd_at",
+    "pcd_from_probabilities",
+]
 
 class PCDError(PerceptionSafetyError):
     """The samples cannot give a PCD (too few, non-finite, degenerate); the message says why."""
-
-
-class PCDSampleConfig(BaseModel):
-    """How samples are extracted from Frames (ignored for CSV input)."""
-
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
-
-    class_id: str | None = None
-    track_id: str | None = None
-    iou_threshold: float = Field(default=0.0, ge=0.0, le=1.0)
-    class_aware: bool = False
-
-
-class PCDConfig(BaseModel):
-    """The ``pcd`` config section (defaults = the paper's settings)."""
-
-    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
-
-    method: Method = "paper"
-    n_splines: int = Field(default=10, ge=4)
-    spline_degree: int = Field(default=3, ge=1, le=5)
-    penalty_order: int = Field(default=2, ge=1)
-    lam: float = Field(default=0.6, ge=0.0, allow_inf_nan=False)
-    lam_selection: Literal["fixed", "aic", "bic", "gcv"] = "fixed"
-    lam_grid: tuple[float, ...] = DEFAULT_LAMBDA_GRID
-    alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
-    min_segment_size: int | None = Field(default=None, ge=3)
-    min_side: int = Field(default=2, ge=1)
-    y_t: float = Field(default=0.5, allow_inf_nan=False)
-    p_t: float = Field(default=0.5, ge=0.0, le=1.0)
-    grid_y_t: tuple[float, ...] = DEFAULT_GRID
-    grid_p_t: tuple[float, ...] = DEFAULT_GRID
-    samples: PCDSampleConfig = PCDSampleConfig()
-
-    @field_validator("grid_y_t", "grid_p_t", "lam_grid")
-    @classmethod
-    def _non_empty_finite(cls, v: tuple[float, ...]) -> tuple[float, ...]:
-        if len(v) == 0 or not all(np.isfinite(v)):
-            raise ValueError("must be a non-empty list of finite numbers")
-        return v
-
-    @model_validator(mode="after")
-    def _reference_is_fixed(self) -> PCDConfig:
-        if self.method == "reference" and self.lam_selection != "fixed":
-            raise ValueError("method 'reference' fits with a fixed lambda (lam_selection must be 'fixed')")
-        if self.penalty_order >= self.n_splines:
-            raise ValueError("penalty_order must be smaller than n_splines")
-        return self
-
-    def segment_minimum(self) -> int:
-        """The effective minimum size of a segment to be tested."""
-        if self.min_segment_size is not None:
-            return self.min_segment_size
-        return DEFAULT_MIN_SEGMENT[self.method]
 
 
 @dataclass(frozen=True)
@@ -106,8 +71,39 @@ class Segment:
 
 
 @dataclass(frozen=True)
+class PCDInterval:
+    """Bootstrap percentile intervals (see `bootstrap.bootstrap_pcd`): resampled whole groups, seeded."""
+
+    n_boot: int
+    n_ok: int
+    unit: str
+    n_groups: int
+    level: float
+    seed: int
+    pcd_ci: tuple[float, float]
+    mpcd_ci: tuple[float, float]
+    grid_lo: np.ndarray
+    grid_hi: np.ndarray
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_boot": self.n_boot,
+            "n_ok": self.n_ok,
+            "unit": self.unit,
+            "n_groups": self.n_groups,
+            "level": self.level,
+            "seed": self.seed,
+            "method": "percentile bootstrap over whole resampling units (model fixed to the full-data choice)",
+        }
+
+
+@dataclass(frozen=True)
 class PCDResult:
-    """Everything one PCD evaluation produced (distances in metres)."""
+    """Everything one PCD evaluation produced (distances in metres).
+
+    ``fitted``/``sigma`` are the score model's mean and sigma at every sample distance (hurdle: of the detected
+    scores, evaluated at all distances); ``p_det`` the detection probability there (None for the Gaussian model).
+    """
 
     method: str
     x: np.ndarray
@@ -125,34 +121,67 @@ class PCDResult:
     grid: np.ndarray  # rows y_t, columns p_t
     grid_reached: np.ndarray  # False where no sample met the probability threshold (PCD reported as 0)
     notes: tuple[str, ...] = field(default=())
+    model: str = "gaussian"
+    model_choice: str = ""
+    p_det: np.ndarray | None = None
+    logistic: LogisticFit | None = None
+    warnings: tuple[PCDWarning, ...] = field(default=())
+    fit_check: FitCheck | None = None
+    interval: PCDInterval | None = None
 
     @property
     def mpcd(self) -> float:
         """Mean PCD over the (y_t, p_t) grid."""
         return float(np.mean(self.grid))
 
+    @property
+    def n_zero(self) -> int:
+        """Samples with y = 0 (target missed)."""
+        return int(np.count_nonzero(self.y == 0))
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary (no per-sample arrays)."""
-        return {
+        grid: dict[str, Any] = {
+            "y_t": list(self.grid_y_t),
+            "p_t": list(self.grid_p_t),
+            "pcd": self.grid.tolist(),
+            "reached": self.grid_reached.tolist(),
+        }
+        out: dict[str, Any] = {
             "method": self.method,
+            "model": self.model,
+            "model_choice": self.model_choice,
             "n": int(self.x.size),
+            "n_zero": self.n_zero,
+            "zero_share": self.n_zero / max(int(self.x.size), 1),
             "distance_range_m": [float(self.x[0]), float(self.x[-1])],
             "lambda": self.spline.lam,
             "edf": self.spline.edf,
             "change_points": list(self.change_points.distances),
             "segments": [{"lo_m": s.lo_m, "hi_m": s.hi_m, "n": s.n, "sigma": s.sigma} for s in self.segments],
             "pcd": {"y_t": self.y_t, "p_t": self.p_t, "value": self.pcd},
-            "grid": {
-                "y_t": list(self.grid_y_t),
-                "p_t": list(self.grid_p_t),
-                "pcd": self.grid.tolist(),
-                "reached": self.grid_reached.tolist(),
-            },
+            "grid": grid,
             "mpcd": self.mpcd,
             "mpcd_definition": "arithmetic mean of grid.pcd over all (y_t, p_t) cells; "
             "a cell where no sample meets the threshold counts as 0 m",
             "notes": list(self.notes),
+            "warnings": [{"code": w.code, "message": w.message} for w in self.warnings],
         }
+        if self.logistic is not None:
+            lf = self.logistic
+            out["p_det"] = {"lambda": lf.lam, "edf": lf.edf, "deviance": lf.deviance, "converged": lf.converged}
+        if self.fit_check is not None:
+            fc = self.fit_check
+            out["mean_fit_check"] = {"chi2": fc.chi2, "bins": fc.df, "p_value": fc.p_value}
+        if self.interval is not None:
+            iv = self.interval
+            out["pcd_ci"] = list(iv.pcd_ci)
+            out["mpcd_ci"] = list(iv.mpcd_ci)
+            out["pcd"]["ci"] = list(iv.pcd_ci)
+            grid["ci_lo"] = iv.grid_lo.tolist()
+            grid["ci_hi"] = iv.grid_hi.tolist()
+            out["bootstrap"] = iv.to_dict()
+        return out
 
 
 def prepare_samples(x: np.ndarray, y: np.ndarray, what: str = "samples") -> tuple[np.ndarray, np.ndarray]:
@@ -253,9 +282,22 @@ def pcd_from_probabilities(x: np.ndarray, prob: np.ndarray, p_t: np.ndarray, met
     return out, reached
 
 
+def probability_grid(result: PCDResult, y_t: np.ndarray) -> np.ndarray:
+    """``P(y > y_t | x_i)`` at every sample distance for each ``y_t`` (rows): eq. 9 for the Gaussian model,
+    ``p_det(x) P(y > y_t | detected, x) + (1 - p_det(x)) [y_t < 0]`` for the hurdle model."""
+    y_t = np.atleast_1d(np.asarray(y_t, dtype=float))
+    if result.method == "reference" and not result.change_points.distances and result.sigma[0] == 0:
+        return np.ones((y_t.size, result.x.size))
+    prob = exceedance_probability(result.fitted, result.sigma, y_t, result.method)  # type: ignore[arg-type]
+    if result.p_det is None:
+        return prob
+    p = result.p_det[None, :]
+    return p * prob + (1.0 - p) * (y_t[:, None] < 0.0)
+
+
 def pcd_at(result: PCDResult, y_t: float, p_t: float) -> float:
     """PCD of a computed result for one more threshold pair (eq. 10)."""
-    prob = exceedance_probability(result.fitted, result.sigma, np.array([y_t]), result.method)  # type: ignore[arg-type]
+    prob = probability_grid(result, np.array([y_t]))
     values, _ = pcd_from_probabilities(result.x, prob, np.array([p_t]), result.method)  # type: ignore[arg-type]
     return float(values[0, 0])
 
@@ -273,20 +315,84 @@ def given_change_points(x: np.ndarray, distances: Sequence[float], method: Metho
     return ChangePoints(split_indices=tuple(cuts), distances=tuple(values), tests=())
 
 
+def resolve_model(cfg: PCDConfig, zero_share: float) -> tuple[str, str]:
+    """The score model to use and why (auto: hurdle when the share of zero scores exceeds the configured one)."""
+    if cfg.model != "auto":
+        return cfg.model, f"model {cfg.model} (configured)"
+    if cfg.method == "reference":
+        return "gaussian", "auto: gaussian (reference mode reproduces the Gaussian model only)"
+    share = f"{100 * zero_share:.1f} %"
+    limit = f"hurdle_zero_share = {100 * cfg.hurdle_zero_share:g} %"
+    if zero_share > cfg.hurdle_zero_share:
+        return "hurdle", f"auto: hurdle ({share} zero scores > {limit})"
+    return "gaussian", f"auto: gaussian ({share} zero scores <= {limit})"
+
+
+@dataclass(frozen=True)
+class _ScoreModel:
+    """The Gaussian part fitted to (xs, ys): spline, change points, segments, per-sample sigma."""
+
+    xs: np.ndarray
+    ys: np.ndarray
+    fit: PSplineFit
+    cps: ChangePoints
+    segments: tuple[Segment, ...]
+    sigma: np.ndarray
+
+
+def _score_model(
+    xs: np.ndarray, ys: np.ndarray, cfg: PCDConfig, what: str, change_points: Sequence[float] | None
+) -> _ScoreModel:
+    kwargs = _spline_kwargs(cfg)
+    try:
+        fit = fit_pspline(xs, ys, **kwargs)
+        seg_kwargs = dict(kwargs, criterion="fixed", lam=fit.lam)
+
+        def residuals(xa: np.ndarray, ya: np.ndarray) -> np.ndarray:
+            seg_fit = fit if xa.size == xs.size else fit_pspline(xa, ya, **seg_kwargs)
+            return ya - fitted_values(seg_fit, xa)
+
+        cps = (
+            given_change_points(xs, change_points, cfg.method)
+            if change_points is not None
+            else binary_segmentation(
+                xs,
+                ys,
+                residuals,
+                alpha=cfg.alpha,
+                rule=cfg.method,
+                min_segment_size=max(cfg.segment_minimum(), cfg.n_splines),
+                min_side=cfg.side_minimum(),
+            )
+        )
+    except SplineFitError as exc:
+        raise PCDError(f"{what}: {exc}") from exc
+    if cfg.method == "paper":
+        sigma, segs = _segments_paper(xs, ys - fitted_values(fit, xs), cps)
+    else:
+        sigma, segs = _segments_reference(xs, ys, cps)
+    return _ScoreModel(xs, ys, fit, cps, tuple(segs), sigma)
+
+
 def compute_pcd(
     x: np.ndarray,
     y: np.ndarray,
     config: PCDConfig | None = None,
     what: str = "samples",
     change_points: Sequence[float] | None = None,
+    diagnose: bool = True,
 ) -> PCDResult:
     """Full PCD evaluation of samples ``(distance, y)``; raises `PCDError` on unusable input.
 
-    ``change_points`` (distances) skips the change-point search and uses these instead.
+    ``change_points`` (distances) skips the change-point search and uses these instead; ``diagnose=False``
+    skips the warnings' checks (the bootstrap's resamples).
     """
+    from perception_safety.evaluation.pcd.logistic import fit_logistic_pspline
+
     cfg = config or PCDConfig()
     x, y = prepare_samples(x, y, what)
     notes: list[str] = []
+    warns: list[PCDWarning] = []
     if x.size < cfg.n_splines:
         raise PCDError(f"{what}: {x.size} samples are fewer than the {cfg.n_splines} spline functions")
     if x[-1] == x[0]:
@@ -298,61 +404,90 @@ def compute_pcd(
     n_distinct = int(np.count_nonzero(np.diff(x)) + 1)
     if n_distinct < x.size:
         notes.append(f"{x.size - n_distinct} samples share a distance with another sample")
-    kwargs = _spline_kwargs(cfg)
-    try:
-        fit = fit_pspline(x, y, **kwargs)
-        seg_kwargs = dict(kwargs, criterion="fixed", lam=fit.lam)
-
-        def residuals(xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
-            seg_fit = fit if xs.size == x.size else fit_pspline(xs, ys, **seg_kwargs)
-            return ys - fitted_values(seg_fit, xs)
-
-        cps = (
-            given_change_points(x, change_points, cfg.method)
-            if change_points is not None
-            else binary_segmentation(
+    detected = y > 0
+    n_zero = int(x.size - np.count_nonzero(detected))
+    model, choice = resolve_model(cfg, n_zero / x.size)
+    xd = x[detected]
+    if model == "hurdle" and (xd.size < cfg.n_splines or xd[-1] == xd[0] or n_zero == 0):
+        why = "no zero scores" if n_zero == 0 else f"only {xd.size} detected samples"
+        choice += f"; fell back to gaussian ({why}: the score model cannot be fitted on detected samples alone)"
+        if n_zero:
+            warns.append(PCDWarning("pcd_hurdle_fallback", f"hurdle model impossible, {why}: Gaussian model used"))
+        model = "gaussian"
+    p_det = None
+    logistic = None
+    if model == "hurdle":
+        try:
+            logistic = fit_logistic_pspline(
                 x,
-                y,
-                residuals,
-                alpha=cfg.alpha,
-                rule=cfg.method,
-                min_segment_size=max(cfg.segment_minimum(), cfg.n_splines),
-                min_side=cfg.min_side,
+                detected,
+                lam=cfg.lam,
+                n_splines=cfg.n_splines,
+                degree=cfg.spline_degree,
+                penalty_order=cfg.penalty_order,
+                criterion=cfg.lam_selection,
+                lam_grid=cfg.lam_grid,
             )
-        )
-    except SplineFitError as exc:
-        raise PCDError(f"{what}: {exc}") from exc
-    fitted = fitted_values(fit, x)
-    if cfg.method == "paper":
-        sigma, segs = _segments_paper(x, y - fitted, cps)
+        except SplineFitError as exc:
+            raise PCDError(f"{what}: detection probability: {exc}") from exc
+        p_det = logistic.predict(x)
+        sm = _score_model(xd, y[detected], cfg, what, change_points)
+        fitted = fitted_values(sm.fit, x)
+        seg_sigma = np.array([s.sigma for s in sm.segments])
+        sigma = seg_sigma[_segment_of(x, sm.cps)]
     else:
-        sigma, segs = _segments_reference(x, y, cps)
-    if cfg.method == "reference" and not cps.distances and sigma[0] == 0:
-        grid_prob = np.ones((len(cfg.grid_y_t), x.size))
-        point_prob = np.ones((1, x.size))
-        notes.append("reference rule: sigma 0 without change points gives P = 1 at every distance")
-    else:
-        grid_prob = exceedance_probability(fitted, sigma, np.array(cfg.grid_y_t), cfg.method)
-        point_prob = exceedance_probability(fitted, sigma, np.array([cfg.y_t]), cfg.method)
-    grid, reached = pcd_from_probabilities(x, grid_prob, np.array(cfg.grid_p_t), cfg.method)
-    point, _ = pcd_from_probabilities(x, point_prob, np.array([cfg.p_t]), cfg.method)
-    if not reached.all():
-        notes.append(f"{int((~reached).sum())} grid cells: no distance meets the threshold (PCD reported as 0 m)")
-    return PCDResult(
+        sm = _score_model(x, y, cfg, what, change_points)
+        fitted = fitted_values(sm.fit, x)
+        sigma = sm.sigma
+    partial = PCDResult(
         method=cfg.method,
         x=x,
         y=y,
         fitted=fitted,
         sigma=sigma,
-        spline=fit,
-        change_points=cps,
-        segments=tuple(segs),
+        spline=sm.fit,
+        change_points=sm.cps,
+        segments=sm.segments,
         y_t=cfg.y_t,
         p_t=cfg.p_t,
-        pcd=float(point[0, 0]),
+        pcd=0.0,
         grid_y_t=tuple(cfg.grid_y_t),
         grid_p_t=tuple(cfg.grid_p_t),
-        grid=grid,
-        grid_reached=reached,
-        notes=tuple(notes),
+        grid=np.zeros((0, 0)),
+        grid_reached=np.zeros((0, 0), dtype=bool),
+        model=model,
+        model_choice=choice,
+        p_det=p_det,
+        logistic=logistic,
     )
+    if cfg.method == "reference" and not sm.cps.distances and sigma[0] == 0:
+        notes.append("reference rule: sigma 0 without change points gives P = 1 at every distance")
+    grid_prob = probability_grid(partial, np.array(cfg.grid_y_t))
+    point_prob = probability_grid(partial, np.array([cfg.y_t]))
+    grid, reached = pcd_from_probabilities(x, grid_prob, np.array(cfg.grid_p_t), cfg.method)
+    point, _ = pcd_from_probabilities(x, point_prob, np.array([cfg.p_t]), cfg.method)
+    if not reached.all():
+        notes.append(f"{int((~reached).sum())} grid cells: no distance meets the threshold (PCD reported as 0 m)")
+    fit_check = None
+    if diagnose:
+        fit_check, more = run_checks(
+            cfg, sm.xs, sm.ys - fitted_values(sm.fit, sm.xs), sm.sigma, sm.segments, model, n_zero,
+            x, grid_prob, grid, _segment_of(x, sm.cps),
+        )
+        warns.extend(more)
+    return PCDResult(
+        **{
+            **partial.__dict__,
+            "pcd": float(point[0, 0]),
+            "grid": grid,
+            "grid_reached": reached,
+            "notes": tuple(notes),
+            "warnings": tuple(warns),
+            "fit_check": fit_check,
+        }
+    )
+
+
+def _segment_of(x: np.ndarray, cps: ChangePoints) -> np.ndarray:
+    """Variance segment index of each distance (a change point is the last distance of its left segment)."""
+    return np.searchsorted(np.asarray(cps.distances, dtype=float), x, side="left")

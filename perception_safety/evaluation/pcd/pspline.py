@@ -95,15 +95,16 @@ def _gram(x: np.ndarray, y: np.ndarray, knots: np.ndarray, degree: int, intercep
     scale = x[-1] - x[0] if x[-1] != x[0] else 1.0
     u = (x - x[0]) / scale
     u = np.clip(u, 0.0, 1.0)
-    sparse = BSpline.design_matrix(u, knots, degree)
+    # dense n x K: for K ~ 10 the dense products are faster than scipy.sparse's per-call overhead
+    sparse = BSpline.design_matrix(u, knots, degree).toarray()
     k = sparse.shape[1]
     m = k + int(intercept)
     gram = np.zeros((m, m))
-    gram[:k, :k] = (sparse.T @ sparse).toarray()
+    gram[:k, :k] = sparse.T @ sparse
     rhs = np.zeros(m)
     rhs[:k] = sparse.T @ y
     if intercept:
-        col = np.asarray(sparse.sum(axis=0)).ravel()
+        col = sparse.sum(axis=0)
         gram[:k, k] = col
         gram[k, :k] = col
         gram[k, k] = x.size

@@ -1,0 +1,80 @@
+"""Bootstrap intervals of PCD/mPCD (issue 13 item 5): whole groups resampled, seeded."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perception_safety.evaluation.pcd.bootstrap import _gather, bootstrap_pcd
+from perception_safety.evaluation.pcd.compute import PCDConfig, compute_pcd
+from perception_safety.evaluation.pcd.synthetic import hurdle_samples
+
+
+def test_gather_returns_the_samples_of_the_picked_groups():
+    lengths = np.array([2, 1, 3])
+    starts = np.array([0, 2, 3])
+    np.testing.assert_array_equal(_gather(starts, lengths, np.array([2, 0, 2, 1])), [3, 4, 5, 0, 1, 3, 4, 5, 2])
+
+
+def _cfg(n_boot: int = 40, seed: int = 0) -> PCDConfig:
+    return PCDConfig(bootstrap={"n_boot": n_boot, "seed": seed})
+
+
+def test_interval_is_seeded_contains_the_estimate_and_goes_to_json():
+    x, y, g = hurdle_samples(1000, 4, tracks=30)
+    cfg = _cfg()
+    res = compute_pcd(x, y, cfg)
+    a = bootstrap_pcd(res, x, y, g, cfg)
+    b = bootstrap_pcd(res, x, y, g, cfg)
+    assert (a.interval.pcd_ci, a.interval.mpcd_ci) == (b.interval.pcd_ci, b.interval.mpcd_ci)
+    np.testing.assert_array_equal(a.interval.grid_lo, b.interval.grid_lo)
+    lo, hi = a.interval.pcd_ci
+    assert lo <= res.pcd <= hi and hi - lo < 30
+    mlo, mhi = a.interval.mpcd_ci
+    assert mlo <= res.mpcd <= mhi
+    assert np.all(a.interval.grid_lo <= a.interval.grid_hi)
+    d = a.to_dict()
+    assert d["pcd_ci"] == [lo, hi] and d["mpcd_ci"] == [mlo, mhi]
+    assert d["bootstrap"]["n_boot"] == 40 and d["bootstrap"]["unit"] == "track" and d["bootstrap"]["n_groups"] == 30
+    assert np.array(d["grid"]["ci_lo"]).shape == (9, 9)
+    other = bootstrap_pcd(res, x, y, g, _cfg(seed=1))
+    assert other.interval.pcd_ci != a.interval.pcd_ci
+
+
+def test_resampling_tracks_widens_the_interval_when_tracks_are_correlated():
+    # each track has its own score level: frames of one track are not independent samples
+    rng = np.random.default_rng(9)
+    tracks = 12
+    g = rng.integers(0, tracks, 900)
+    x = rng.uniform(5, 200, 900)
+    level = rng.normal(0.62, 0.08, tracks)[g]
+    y = np.clip(level - 0.0015 * x + rng.normal(0, 0.03, 900), 0.01, 1)
+    cfg = _cfg(60)
+    res = compute_pcd(x, y, cfg)
+    by_track = bootstrap_pcd(res, x, y, g, cfg).interval
+    by_sample = bootstrap_pcd(res, x, y, None, cfg)
+    assert by_sample.interval.unit == "sample"
+    assert any(w.code == "pcd_bootstrap_unit" for w in by_sample.warnings)
+    width = lambda ci: ci[1] - ci[0]  # noqa: E731
+    assert width(by_track.mpcd_ci) > 2 * width(by_sample.interval.mpcd_ci)
+
+
+def test_few_groups_warn_and_one_group_gives_no_interval():
+    x, y, _ = hurdle_samples(600, 1)
+    cfg = _cfg(10)
+    res = compute_pcd(x, y, cfg)
+    one = bootstrap_pcd(res, x, y, np.zeros(x.size, dtype=int), cfg)
+    assert one.interval is None and any(w.code == "pcd_bootstrap_groups" for w in one.warnings)
+    few = bootstrap_pcd(res, x, y, np.arange(x.size) % 3, cfg)
+    assert few.interval is not None and few.interval.n_groups == 3
+    assert any("only 3 resampling units" in w.message for w in few.warnings)
+    off = bootstrap_pcd(res, x, y, None, _cfg(0))
+    assert off is res
+
+
+def test_group_ids_must_match_samples():
+    from perception_safety.evaluation.pcd.compute import PCDError
+
+    x, y, g = hurdle_samples(200, 1)
+    with pytest.raises(PCDError, match="group ids"):
+        bootstrap_pcd(compute_pcd(x, y), x, y, g[:-1], _cfg(5))
