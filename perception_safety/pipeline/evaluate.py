@@ -88,8 +88,23 @@ def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
     if "pcd" in analyses:
         partial["pcd"] = {}
         for t in cfg.evaluate.pcd_targets:
-            s = samples_from_frames(frames, t.class_id, t.track_id, t.iou_threshold, t.class_aware, bag)
-            partial["pcd"][t.name] = {"x": s.x.tolist(), "y": s.y.tolist(), "missed": s.missed.tolist()}
+            s = samples_from_frames(
+                frames,
+                t.class_id,
+                t.track_id,
+                t.iou_threshold,
+                t.class_aware,
+                bag,
+                cfg.pcd.samples.input,
+                cfg.pcd.bootstrap.unit,
+            )
+            partial["pcd"][t.name] = {
+                "x": s.x.tolist(),
+                "y": s.y.tolist(),
+                "missed": s.missed.tolist(),
+                "group": [str(g) for g in s.group] if s.group is not None else None,
+                "input": s.input,
+            }
     return partial
 
 
@@ -102,6 +117,8 @@ class Reduced:
     read_reports: dict[str, dict[str, Any]]
     confusion: DistanceConfusion | None = None
     pcd_samples: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
+    pcd_groups: dict[str, np.ndarray | None] = field(default_factory=dict)  # bootstrap unit of each sample
+    pcd_inputs: dict[str, str] = field(default_factory=dict)  # raw, thresholded or mixed (samples.INPUT_MEANING)
     bbsl: dict[str, OracleReport] = field(default_factory=dict)
     box_extent: BoxExtent = field(default_factory=BoxExtent)
     verdicts: Any = None
@@ -145,6 +162,14 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
             np.concatenate([np.asarray(q["y"], dtype=float) for q in parts]),
             np.concatenate([np.asarray(q["missed"], dtype=bool) for q in parts]),
         )
+        groups = [q.get("group") for q in parts]
+        red.pcd_groups[name] = (
+            np.concatenate([np.asarray(g, dtype=object) for g in groups])
+            if all(g is not None for g in groups)
+            else None
+        )
+        kinds = {q.get("input", "") for q in parts if q["x"]} - {""}
+        red.pcd_inputs[name] = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
     for name in dict.fromkeys(n for p in partials for n in p.get("bbsl", {})):
         parts = [p["bbsl"][name] for p in partials if name in p.get("bbsl", {})]
         bcfg = (cfg or EvaluateConfig()).bbsl

@@ -18,11 +18,25 @@ from perception_safety.evaluation.pcd.compute import PCDResult
 
 
 def draw_fit(ax: Axes, result: PCDResult, title: str = "") -> None:
-    """Scatter of y vs distance, P-spline mean, ±sigma band, change points and the PCD at (y_t, p_t)."""
+    """Scatter of y vs distance, P-spline mean, ±sigma band, change points and the PCD at (y_t, p_t).
+
+    Hurdle model: zeros drawn apart, the mean/band are the detected scores' and ``p_det(x)`` is drawn too;
+    with a bootstrap interval the PCD's interval is shaded.
+    """
     x, f, s = result.x, result.fitted, result.sigma
-    ax.scatter(x, result.y, s=8, alpha=0.45, color="tab:orange", label="IoU × confidence", rasterized=True)
+    hit = result.y > 0 if result.p_det is not None else np.ones(x.size, dtype=bool)
+    ax.scatter(x[hit], result.y[hit], s=8, alpha=0.45, color="tab:orange", label="IoU × confidence", rasterized=True)
+    if not hit.all():
+        ax.scatter(x[~hit], result.y[~hit], s=8, alpha=0.3, color="grey", marker="|", label="missed (y = 0)")
     ax.fill_between(x, f - s, f + s, color="tab:blue", alpha=0.15, label="±σ (per segment)")
-    ax.plot(x, f, color="navy", linestyle="--", linewidth=1.8, label=f"P-spline (λ={result.spline.lam:g})")
+    what = "detected scores" if result.p_det is not None else "P-spline"
+    ax.plot(x, f, color="navy", linestyle="--", linewidth=1.8, label=f"{what} mean (λ={result.spline.lam:g})")
+    if result.p_det is not None:
+        ax.plot(x, result.p_det, color="purple", linewidth=1.5, label="p_det(x) (logistic P-spline)")
+    if result.interval is not None:
+        lo, hi = result.interval.pcd_ci
+        level = f"{100 * result.interval.level:g} %"
+        ax.axvspan(lo, hi, color="red", alpha=0.1, label=f"PCD {level} CI [{lo:.1f}, {hi:.1f}]")
     for i, cp in enumerate(result.change_points.distances):
         ax.axvline(cp, color="tab:green", linestyle="-.", linewidth=1.2, label="change point" if i == 0 else None)
     ax.axhline(result.y_t, color="sienna", linestyle=":", linewidth=1.2, label=f"y_t = {result.y_t:g}")
@@ -31,7 +45,7 @@ def draw_fit(ax: Axes, result: PCDResult, title: str = "") -> None:
     )
     ax.set_xlabel("distance (m)")
     ax.set_ylabel("IoU × confidence")
-    ax.set_title(title or f"PCD ({result.method})")
+    ax.set_title(title or f"PCD ({result.method}, {result.model})")
     ax.grid(True, linestyle="--", alpha=0.3)
     ax.legend(fontsize=7, loc="best")
 
@@ -68,7 +82,7 @@ def fits_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path) -> P
     fig = Figure(figsize=(6.0 * k, 4.5), layout="constrained")
     axes = fig.subplots(1, k, squeeze=False, sharey=True)[0]
     for ax, (label, res) in zip(axes, results, strict=False):
-        draw_fit(ax, res, f"{label}: {len(res.change_points.distances)} change point(s)")
+        draw_fit(ax, res, f"{label} ({res.model}): {len(res.change_points.distances)} change point(s)")
     return _save(fig, path)
 
 
@@ -78,6 +92,9 @@ def surfaces_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path) 
     fig = Figure(figsize=(5.6 * k, 4.5), layout="constrained")
     axes = fig.subplots(1, k, squeeze=False)[0]
     for ax, (label, res) in zip(axes, results, strict=False):
-        im = draw_surface(ax, res, f"{label}: mPCD = {res.mpcd:.1f} m")
+        ci = ""
+        if res.interval is not None:
+            ci = " [{:.1f}, {:.1f}]".format(*res.interval.mpcd_ci)
+        im = draw_surface(ax, res, f"{label}: mPCD = {res.mpcd:.1f} m{ci}")
         fig.colorbar(im, ax=ax, label="PCD (m)")
     return _save(fig, path)

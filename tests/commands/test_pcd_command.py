@@ -18,7 +18,19 @@ PCD_REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / 
 def test_reference_mode_on_demo_csv(tmp_path, capsys):
     golden = json.loads((PCD_REF / "demo_notebook_golden.json").read_text())["result"]
     out = tmp_path / "out"
-    code = main(["pcd", str(PCD_REF / "demo_notebook.csv"), "--method", "reference", "--out", str(out), "--no-plots"])
+    code = main(
+        [
+            "pcd",
+            str(PCD_REF / "demo_notebook.csv"),
+            "--method",
+            "reference",
+            "--out",
+            str(out),
+            "--no-plots",
+            "--n-boot",
+            "0",
+        ]
+    )
     assert code == 0
     doc = json.loads((out / "pcd.json").read_text())
     entry = doc["inputs"][0]
@@ -43,7 +55,7 @@ def test_two_inputs_side_by_side(tmp_path):
     a = write_csv(tmp_path / "clear.csv", 1, 70.0)
     b = write_csv(tmp_path / "rain.csv", 2, 30.0)
     out = tmp_path / "cmp"
-    assert main(["pcd", str(a), str(b), "--out", str(out)]) == 0
+    assert main(["pcd", str(a), str(b), "--out", str(out), "--n-boot", "20"]) == 0
     doc = json.loads((out / "pcd.json").read_text())
     assert [e["label"] for e in doc["inputs"]] == ["clear", "rain"]
     assert doc["method"] == "paper" and "mpcd" not in doc
@@ -108,3 +120,34 @@ def test_bag_input_gives_the_same_result_as_jsonl(tmp_path):
     assert bag["n"] == 60
     for key in ("change_points", "grid", "mpcd", "pcd", "segments"):
         assert bag[key] == jsonl[key]
+
+
+def test_hurdle_model_bootstrap_and_warnings_in_json_table_and_console(tmp_path, capsys):
+    from perception_safety.evaluation.pcd.synthetic import hurdle_samples
+
+    x, y, track = hurdle_samples(800, 3, tracks=12)
+    path = tmp_path / "missed.csv"
+    path.write_text(
+        "distance_m,y,group\n"
+        + "".join(f"{float(a)!r},{float(b)!r},t{g}\n" for a, b, g in zip(x, y, track, strict=True))
+    )
+    out = tmp_path / "h"
+    assert main(["pcd", str(path), "--out", str(out), "--n-boot", "30"]) == 0
+    doc = json.loads((out / "pcd.json").read_text())
+    e = doc["inputs"][0]
+    assert e["model"] == doc["model"] == "hurdle" and e["model_choice"].startswith("auto: hurdle")
+    assert e["bootstrap"]["unit"] == "group" and e["bootstrap"]["n_groups"] == 12 and e["bootstrap"]["n_boot"] == 30
+    assert doc["pcd_ci"] == e["pcd_ci"] and e["pcd_ci"][0] <= e["pcd"]["value"] <= e["pcd_ci"][1]
+    assert e["mpcd_ci"][0] <= e["mpcd"] <= e["mpcd_ci"][1]
+    assert e["p_det"]["converged"] and all("n" in s for s in e["segments"])
+    assert [w["code"] for w in doc["warnings"]] == [w["code"] for w in e["warnings"]]
+    assert "pcd_zero_share" in [w["code"] for w in e["warnings"]]
+    printed = capsys.readouterr().out
+    assert "warning [pcd_zero_share]" in printed and "auto: hurdle" in printed and "bootstrap: 30/30" in printed
+    table = (out / "pcd_table.csv").read_text().splitlines()
+    assert "pcd_ci_lo_m" in table[0] and ",hurdle,csv," in table[1]
+    # the Gaussian model on the same data: other numbers, and the mean-fit warning
+    assert main(["pcd", str(path), "--model", "gaussian", "--out", str(tmp_path / "g"), "--n-boot", "0"]) == 0
+    g = json.loads((tmp_path / "g" / "pcd.json").read_text())["inputs"][0]
+    assert g["model"] == "gaussian" and "pcd_ci" not in g
+    assert "pcd_mean_fit" in [w["code"] for w in g["warnings"]]

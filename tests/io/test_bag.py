@@ -143,3 +143,23 @@ def test_writer_refuses_images_that_disagree_with_the_camera_info(make_frames, t
     frames = make_frames(2, image_shape=(24, 32, 3))
     with pytest.raises(BagError, match="32x24 disagrees with camera_info 64x48"):
         write_frames(tmp_path / "bag", frames, jpeg_quality=90, camera_info=CameraInfoSpec((64, 48), (1, 1, 1, 1)))
+
+
+@pytest.mark.parametrize("storage", ["mcap", "sqlite3"])
+def test_candidates_topic_round_trip_and_optional(make_frames, tmp_path, storage):
+    from dataclasses import replace
+
+    from perception_safety.core import Box, Detection
+
+    frames = make_frames(6)
+    low = (Detection(Box(1.0, 2.0, 30.0, 40.0), "car", 0.12),)
+    mixed = [replace(f, candidates=low if i % 2 else ()) if i >= 2 else f for i, f in enumerate(frames)]
+    write_frames(tmp_path / "bag", mixed, storage=storage)
+    report = BagReadReport()
+    back = list(read_frames(tmp_path / "bag", with_images=False, report=report))
+    assert [b.candidates is None for b in back] == [True, True, False, False, False, False]
+    assert back[3].candidates[0].score == 0.12 and back[2].candidates == ()
+    np.testing.assert_allclose(back[3].candidates[0].box.as_tuple(), low[0].box.as_tuple(), atol=1e-9)
+    assert not report.missing_topics  # an old bag without the topic is not a missing topic: None = not recorded
+    write_frames(tmp_path / "old", frames, storage=storage)
+    assert all(b.candidates is None for b in read_frames(tmp_path / "old", with_images=False))

@@ -53,3 +53,22 @@ def test_bad_lines_name_file_and_line(tmp_path, line, expected):
     report = DatasetReadReport()
     assert len(list(read_jsonl_frames(p, skip_bad=True, report=report))) == 1
     assert list(report.skipped) == [(str(p), 2)] and report.frames == 1
+
+
+def test_candidates_round_trip_and_absence_means_not_recorded() -> None:
+    from perception_safety.core.types import Box, Detection, Frame
+    from perception_safety.io.dataset import frame_from_record, frame_to_record
+
+    f = Frame(3, (Detection(Box(0, 0, 4, 4), "car", 0.9),), candidates=(Detection(Box(1, 1, 4, 4), "car", 0.1),))
+    rec = frame_to_record(f)
+    assert rec["candidates"] == [{"box": [1.0, 1.0, 4.0, 4.0], "class": "car", "score": 0.1}]
+    assert frame_from_record(rec).candidates == f.candidates
+    plain = frame_to_record(Frame(3))
+    assert "candidates" not in plain and frame_from_record(plain).candidates is None
+    assert frame_from_record({**plain, "candidates": []}).candidates == ()
+    import pytest
+
+    from perception_safety.core.types import InvalidValueError
+
+    with pytest.raises(InvalidValueError, match=r"candidates\[0\]"):
+        frame_from_record({**plain, "candidates": [{"class": "car"}]})

@@ -48,6 +48,15 @@ def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
     assert got["n"] == 360
     assert got["mpcd"] == pytest.approx(pcd.mpcd, abs=1e-9)
     np.testing.assert_allclose(got["change_points"], pcd.change_points.distances, atol=1e-9)
+    # the score model and its choice are recorded; bootstrap over whole tracks (one pedestrian per bag)
+    assert got["model"] == pcd.model and got["model_choice"] == pcd.model_choice
+    assert got["sample_input"] == "thresholded"  # these bags carry no sub-threshold candidates
+    assert got["bootstrap"]["unit"] == "track" and got["bootstrap"]["n_groups"] == 3
+    assert got["pcd_ci"][0] <= got["pcd"]["value"] <= got["pcd_ci"][1]
+    assert got["mpcd_ci"][0] <= got["mpcd"] <= got["mpcd_ci"][1]
+    pcd_warnings = {w["code"] for w in res["warnings"] if w["analysis"] == "pcd"}
+    assert {"pcd_bootstrap_groups", "pcd_thresholded_input"} <= pcd_warnings
+    assert pcd_warnings >= {w.code for w in pcd.warnings}
 
     expected, skipped = {}, set()
     for name, env in cfg.verification.true_envs.items():

@@ -123,3 +123,26 @@ def test_ground_truth_detections_are_perfect() -> None:
     g = (_ped(),)
     d = ground_truth_detections(g)
     assert d[0].box == g[0].box and d[0].score == 1.0 and d[0].class_id == "pedestrian"
+
+
+def test_sub_threshold_candidates_leave_the_reported_detections_unchanged() -> None:
+    base = dict(ghost_rate=0.0, miss_correlation=0.0, score_std=0.3, score_threshold=0.5)
+    with_c = DetectorModel(DetectorModelConfig(**base), focal_px=80.0, image_size=(160, 90))
+    without = DetectorModel(DetectorModelConfig(**base, candidates=False), focal_px=80.0, image_size=(160, 90))
+    g = (_ped(40.0),)  # recall 0.7: misses and low scores both occur
+    n_missed_box = n_low = n_none = 0
+    for t in range(600):
+        a = with_c.detect(g, None, None, seed=3, t=t)
+        b = without.detect(g, None, None, seed=3, t=t)
+        assert tuple(a) == tuple(b)  # the thresholded output is what it was
+        assert b.candidates is None
+        assert all(d.score < 0.5 for d in a.candidates)
+        assert all(d.score >= 0.5 for d in a)
+        if not a and len(a.candidates) == 1 and a.candidates[0].score >= with_c.config.candidate_score_min:
+            n_missed_box += 1
+        if not a and not a.candidates:
+            n_none += 1
+        n_low += sum(1 for d in a.candidates)
+    # p = 0.7 detections; about 30 % missed of which candidate_rate = 0.8 still get a box
+    assert n_missed_box > 0 and n_none > 0 and n_low >= n_missed_box
+    assert n_none / (n_none + n_missed_box) < 0.5

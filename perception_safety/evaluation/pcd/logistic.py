@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.interpolate import BSpline
-from scipy.linalg import LinAlgError, solve
+from scipy.linalg import solve
 from scipy.special import expit
 
 from perception_safety.evaluation.pcd.pspline import (
@@ -73,8 +73,8 @@ def _irls(basis, y: np.ndarray, penalty: np.ndarray, lam: float, max_iter: int, 
         gram = basis.T @ wb
         a = gram + lam * penalty + RIDGE * np.eye(k)
         try:
-            beta = solve(a, wb.T @ z, assume_a="pos")
-        except (LinAlgError, ValueError) as exc:
+            beta = np.linalg.solve(a, wb.T @ z)  # K x K, well conditioned by the penalty and ridge
+        except np.linalg.LinAlgError as exc:
             raise SplineFitError(f"logistic P-spline: singular normal equations (lambda={lam}): {exc}") from exc
         p = expit(np.clip(basis @ beta, -ETA_LIMIT, ETA_LIMIT))
         dev = _deviance(y, p)

@@ -54,8 +54,9 @@ def test_mean_fit_check_statistic():
 
 def test_grid_jumps_detects_cells_pinned_at_a_change_point_and_isolated_stretches():
     x = np.arange(10.0)
-    prob = np.array([[0.9, 0.9, 0.9, 0.9, 0.9, 0.2, 0.2, 0.2, 0.2, 0.2],
-                     [0.9, 0.9, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.9, 0.2]])
+    prob = np.array(
+        [[0.9, 0.9, 0.9, 0.9, 0.9, 0.2, 0.2, 0.2, 0.2, 0.2], [0.9, 0.9, 0.2, 0.2, 0.2, 0.2, 0.2, 0.2, 0.9, 0.2]]
+    )
     seg = np.array([0, 0, 0, 0, 0, 1, 1, 1, 1, 1])
     pcd = np.array([[4.0], [8.0]])
     at_cp, far = grid_jumps(x, prob, np.array([0.5]), seg, pcd, gap_m=3.0)

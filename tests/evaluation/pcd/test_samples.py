@@ -107,3 +107,43 @@ def test_merge_samples_is_the_same_as_one_pass(frames):
     np.testing.assert_array_equal(merged.y, whole.y)
     np.testing.assert_array_equal(merged.missed, whole.missed)
     assert merge_samples([]).n == 0
+
+
+def test_raw_input_takes_the_top_score_of_the_target_with_candidates() -> None:
+    target = gt((0, 0, 10, 10), 30.0, track="7")
+    other = gt((100, 100, 110, 110), 35.0, track="8")
+    f_raw = Frame(
+        0,
+        (Detection(Box(0, 0, 10, 10), "car", 0.6),),
+        (target, other),
+        candidates=(
+            Detection(Box(1, 0, 10, 10), "car", 0.2),  # IoU 0.9, lower score: not the top box
+            Detection(Box(100, 100, 110, 110), "car", 0.1),  # the other target's only box (below threshold)
+        ),
+    )
+    s = samples_from_frames([f_raw], source="a.jsonl")
+    assert s.input == "raw"
+    np.testing.assert_allclose(s.y, [0.6, 0.1])  # the thresholded input would give 0.6 and 0
+    assert list(s.group) == ["a.jsonl|7", "a.jsonl|8"]
+    thr = samples_from_frames([f_raw], input="thresholded")
+    np.testing.assert_allclose(thr.y, [0.6, 0.0])
+    assert thr.input == "thresholded"
+    f_old = Frame(1, (), (target,))  # candidates not recorded
+    assert samples_from_frames([f_raw, f_old]).input == "mixed"
+    with pytest.raises(SampleError, match="no sub-threshold candidates were recorded"):
+        samples_from_frames([f_old], input="raw")
+    ep = samples_from_frames([f_raw], source="bag1", unit="episode")
+    assert list(ep.group) == ["bag1", "bag1"]
+
+
+def test_csv_group_column_round_trips(tmp_path) -> None:
+    path = tmp_path / "s.csv"
+    path.write_text("distance_m,y,group\n5,0.5,a\n1,0.7,b\n")
+    s = read_samples_csv(path)
+    assert list(s.group) == ["b", "a"] and s.input == "csv"
+    write_samples_csv(tmp_path / "o.csv", s)
+    again = read_samples_csv(tmp_path / "o.csv")
+    assert list(again.group) == ["b", "a"]
+    path.write_text("distance_m,y,group\n5,0.5,\n")
+    with pytest.raises(SampleError, match=r"s\.csv:2: column group"):
+        read_samples_csv(path)
