@@ -39,6 +39,12 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     ml = res["monitor_loop"]  # the bags carry the monitor's status: model-checked SG/RH/AC beside E1/E2
     assert ml["frames_with_verdict"] == sum(r["frames"] for r in res["data_quality"].values())
     assert {r["measure"] for r in ml["results"]} == {"hazard", "mission_loss"}
+    # PCD headline: the hurdle model on the raw input (the simulated detector records sub-threshold candidates),
+    # with a bootstrap interval over the episodes' tracks
+    pcd = res["pcd"]["pedestrian"]
+    assert pcd["model"] == "hurdle" and pcd["sample_input"] == "raw"
+    assert pcd["pcd_ci"][0] <= pcd["pcd"]["value"] <= pcd["pcd_ci"][1] and pcd["bootstrap"]["n_groups"] == 2
+    assert "PCD 'pedestrian' (y_t=0.5, p_t=0.5, hurdle)" in printed
     # A second run reuses the finished episodes (resume) and gives the same results.json, byte for byte, except
     # the run's date in the provenance block (the only value that may change; the commit and hashes may not).
     first = (out / "evaluation" / "results.json").read_text()

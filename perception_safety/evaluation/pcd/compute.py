@@ -177,9 +177,9 @@ class PCDResult:
             iv = self.interval
             out["pcd_ci"] = list(iv.pcd_ci)
             out["mpcd_ci"] = list(iv.mpcd_ci)
-            out["pcd"]["ci"] = list(iv.pcd_ci)
-            grid["ci_lo"] = iv.grid_lo.tolist()
-            grid["ci_hi"] = iv.grid_hi.tolist()
+            out["pcd"]["lower"], out["pcd"]["upper"] = iv.pcd_ci
+            grid["lower"] = iv.grid_lo.tolist()
+            grid["upper"] = iv.grid_hi.tolist()
             out["bootstrap"] = iv.to_dict()
         return out
 

@@ -36,7 +36,8 @@ def test_interval_is_seeded_contains_the_estimate_and_goes_to_json():
     d = a.to_dict()
     assert d["pcd_ci"] == [lo, hi] and d["mpcd_ci"] == [mlo, mhi]
     assert d["bootstrap"]["n_boot"] == 40 and d["bootstrap"]["unit"] == "track" and d["bootstrap"]["n_groups"] == 30
-    assert np.array(d["grid"]["ci_lo"]).shape == (9, 9)
+    assert np.array(d["grid"]["lower"]).shape == (9, 9) and np.array(d["grid"]["upper"]).shape == (9, 9)
+    assert (d["pcd"]["lower"], d["pcd"]["upper"]) == (lo, hi)
     other = bootstrap_pcd(res, x, y, g, _cfg(seed=1))
     assert other.interval.pcd_ci != a.interval.pcd_ci
 

@@ -1,0 +1,68 @@
+"""Draw docs/pcd_models.png: the Gaussian and the hurdle PCD model on known-answer synthetic data.
+
+Run: ``.venv/bin/python tools/pcd_models_figure.py [--out docs/pcd_models.png]``. Data: a logistic detection curve
+(50 % at 120 m, scale 10 m) times Gaussian scores N(0.75, 0.05), 2000 samples (`evaluation.pcd.synthetic`). Left and
+middle: each model's fit (samples, mean, ±σ, change points, p_det). Right: P(y > 0.5 | x) of both models against the
+analytic curve, with p_t = 0.5 and the PCDs.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from scipy.special import ndtr
+
+from perception_safety.evaluation.pcd.compute import PCDConfig, compute_pcd, probability_grid
+from perception_safety.evaluation.pcd.synthetic import HurdleTruth, hurdle_samples
+from perception_safety.report.pcd_plots import draw_fit
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("docs/pcd_models.png"))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    truth = HurdleTruth()
+    x, y, _ = hurdle_samples(2000, args.seed, truth)
+    gauss = compute_pcd(x, y, PCDConfig(model="gaussian"))
+    hurdle = compute_pcd(x, y, PCDConfig(model="hurdle"))
+    fig = Figure(figsize=(17.0, 4.8), layout="constrained")
+    axes = fig.subplots(1, 3)
+    draw_fit(axes[0], gauss, f"Gaussian model (eq. 9): {len(gauss.change_points.distances)} change points")
+    draw_fit(axes[1], hurdle, f"hurdle model: {len(hurdle.change_points.distances)} change points")
+    ax = axes[2]
+    grid = np.linspace(truth.x_min, truth.x_max, 400)
+    ax.plot(
+        grid,
+        truth.p_det(grid) * ndtr((truth.mu - 0.5) / truth.sd),
+        color="black",
+        linewidth=2.5,
+        label=f"analytic, PCD = {truth.pcd(0.5, 0.5):.1f} m",
+    )
+    for res, colour in ((gauss, "tab:orange"), (hurdle, "tab:purple")):
+        p = probability_grid(res, np.array([0.5]))[0]
+        ax.plot(
+            res.x, p, color=colour, linewidth=1.4, label=f"{res.model}, PCD = {res.pcd:.1f} m, mPCD = {res.mpcd:.1f} m"
+        )
+    ax.axhline(0.5, color="sienna", linestyle=":", label="p_t = 0.5")
+    ax.set_xlabel("distance (m)")
+    ax.set_ylabel("P(y > 0.5 | x)")
+    ax.set_title(
+        f"P(y > y_t | x) at y_t = 0.5 (analytic mPCD = {truth.grid(gauss.grid_y_t, gauss.grid_p_t).mean():.1f} m)"
+    )
+    ax.grid(True, linestyle="--", alpha=0.3)
+    ax.legend(fontsize=7)
+    FigureCanvasAgg(fig)
+    fig.savefig(args.out, dpi=90)
+    print(
+        f"wrote {args.out}: gaussian PCD {gauss.pcd:.1f} m mPCD {gauss.mpcd:.1f} m; "
+        f"hurdle PCD {hurdle.pcd:.1f} m mPCD {hurdle.mpcd:.1f} m"
+    )
+
+
+if __name__ == "__main__":
+    main()
