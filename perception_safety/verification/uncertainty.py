@@ -43,7 +43,9 @@ def chain_bounds(
         out[spec_name] = b
     horizons = {name: b.horizon for name, b in out.items()}
     return out, {"interval_transitions": ichain.n_transitions, "bounds_horizon": max(horizons.values(), default=0),
-                 "bounds_exact": all(b.exact for b in out.values())}
+                 "bounds_exact": all(b.exact for b in out.values()),
+                 "bounds_methods": sorted({b.method for b in out.values()}),
+                 "bounds_residual": max((b.residual for b in out.values()), default=0.0)}
 
 
 def posterior_draws(counted: CountedObservations, cfg: VerificationConfig, variant: str,

@@ -72,7 +72,8 @@ def test_reference_point_estimate_inside_every_band_and_v1_band_is_clopper_pears
     for spec in ("stop_at_k", "phi"):
         (r,) = pick(sweep.results, variant="class_by_distance", true_env="ped", spec=spec, max_speed=1)
         assert (r["lower"], r["upper"]) == (pytest.approx(float(lo), abs=1e-12), pytest.approx(float(hi), abs=1e-12))
-    assert all(c["bounds_exact"] for c in sweep.chains)
+    assert all(c["bounds_exact"] and c["bounds_residual"] < 1e-11 for c in sweep.chains)
+    assert {m for c in sweep.chains for m in c["bounds_methods"]} == {"certified"}
 
 
 def test_bounds_can_be_switched_off(confusion):
