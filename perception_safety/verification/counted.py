@@ -22,7 +22,7 @@ from perception_safety.evaluation.confusion.types import column_normalize
 from perception_safety.evaluation.intervals import bonferroni, clopper_pearson
 from perception_safety.verification.builder import Observation, ObservationModel
 from perception_safety.verification.errors import VerificationError
-from perception_safety.verification.observations import _edges, class_cells, outcome_probs, prop_cells
+from perception_safety.verification.observations import as_bin_edges, class_cells, outcome_probs, prop_cells
 
 
 @dataclass(frozen=True, eq=False)
@@ -49,14 +49,14 @@ class CountedObservations:
                   bin_edges: Sequence[tuple[float, float]] | None = None,
                   source: str = "class-labeled matrices") -> CountedObservations:
         names, cells = class_cells(labels, true_env, source)
-        return cls(names, cells, counts, _edges(bin_edges), source)
+        return cls(names, cells, counts, as_bin_edges(bin_edges), source)
 
     @classmethod
     def for_prop(cls, counts: np.ndarray, labels: Sequence[str], true_env: str,
                  bin_edges: Sequence[tuple[float, float]] | None = None, empty_label: str = "empty",
                  source: str = "proposition-labeled matrices") -> CountedObservations:
         names, cells = prop_cells(labels, true_env, empty_label, source)
-        return cls(names, cells, counts, _edges(bin_edges), source)
+        return cls(names, cells, counts, as_bin_edges(bin_edges), source)
 
     @property
     def true_columns(self) -> np.ndarray:

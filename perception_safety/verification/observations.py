@@ -71,7 +71,8 @@ def prop_cells(labels: Sequence[str], true_env: str, empty_label: str = "empty",
     return names, cells
 
 
-def _edges(bin_edges: Sequence[tuple[float, float]] | None) -> tuple[tuple[float, float], ...] | None:
+def as_bin_edges(bin_edges: Sequence[tuple[float, float]] | None) -> tuple[tuple[float, float], ...] | None:
+    """Bin edges as ``(lo, hi)`` float pairs; ``None`` (pooled) stays ``None``."""
     return None if bin_edges is None else tuple((float(a), float(b)) for a, b in bin_edges)
 
 
@@ -85,7 +86,7 @@ def class_observations(
     """``probs[bin, pred, true]`` = μ_k(pred, true) (or ``[pred, true]`` pooled with ``bin_edges=None``)."""
     p = _as_matrices(probs, labels, source)
     names, cells = class_cells(labels, true_env, source)
-    return ObservationModel(names, outcome_probs(p, cells), _edges(bin_edges), source)
+    return ObservationModel(names, outcome_probs(p, cells), as_bin_edges(bin_edges), source)
 
 
 def prop_observations(
@@ -99,4 +100,4 @@ def prop_observations(
     """``probs[bin, pred, true]`` over 2^P labels such as ``"ped,obs"``; ``empty_label`` is the empty set."""
     p = _as_matrices(probs, labels, source)
     names, cells = prop_cells(labels, true_env, empty_label, source)
-    return ObservationModel(names, outcome_probs(p, cells), _edges(bin_edges), source)
+    return ObservationModel(names, outcome_probs(p, cells), as_bin_edges(bin_edges), source)
