@@ -110,7 +110,7 @@ def run_evaluate(
     if episodes:
         steps.append(("returns", lambda ev, red, cfg, out: returns.run(ev, episodes, notes, cfg, out)))
     if "verification" in analyses:  # after returns: its table puts the empirical E1/E2 beside the model's
-        steps.append(("monitor_loop", monitor_loop.run))
+        steps.append(("monitor_loop", lambda ev, red, cfg, out: monitor_loop.run(ev, red, cfg, out, episodes)))
     with progress_bar(console) as bar:
         task = bar.add_task("analyses", total=len(steps))
         for name, step in steps:

@@ -61,3 +61,30 @@ def test_evaluate_reports_system_metrics_from_bag_verdicts(tmp_path):
     html = (out / "report.html").read_text()
     assert "Monitor in the loop" in html and "E2 (frames)" in html and "model-checked prop_by_distance" in html
     assert (out / "verification" / "monitor_loop.csv").read_text().startswith("variant,measure,true_env")
+
+
+def test_episode_logs_give_the_verdicts_when_the_bags_have_none(tmp_path):
+    """Bags without monitor status + an episode log whose perception rollout carries frames and alarms: the joint
+    counts come from the log's perception frames (and only from them)."""
+    from perception_safety.io.episode_log import EpisodeLogWriter, EpisodeStep
+
+    frames = scene_frames(200, 21)
+    write_frames(tmp_path / "bags" / "plain", frames)
+    log = tmp_path / "ep.jsonl"
+    with EpisodeLogWriter(log) as w:
+        for r in ("perception", "monitored", "ground_truth"):
+            steps = [EpisodeStep(t, True, alarm=_alarm(f), frame=f) for t, f in enumerate(frames)]
+            w.write_episode("s", r, steps if r == "perception" else steps[:5], {"horizon": 200})
+    cfg = tmp_path / "e.yaml"
+    cfg.write_text(CONFIG)
+    out = tmp_path / "out"
+    assert main(["evaluate", str(tmp_path / "bags"), "--config", str(cfg), "--out", str(out), "--episodes",
+                 str(log)]) == 0
+    ml = json.loads((out / "results.json").read_text())["monitor_loop"]
+    assert ml["frames_with_verdict"] == 200 and ml["verdict_source"].startswith("episode logs")
+    split = split_by_verdict(frames, [_alarm(f) for f in frames],
+                             ConfusionConfig(classes={"ped": ["pedestrian"], "obs": ["car"]}))
+    (near,) = [c for c in ml["verdict_counts"] if c["true_env"] == "ped" and c["bin"][0] == 0.0]
+    assert (near["n_no_alarm"], near["n_alarm"]) == (int(split.no_alarm.prop_cm[0, :, 0].sum()),
+                                                    int(split.alarm.prop_cm[0, :, 0].sum()))
+    assert ml["results"]

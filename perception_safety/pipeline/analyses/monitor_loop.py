@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,21 +39,36 @@ def _iv(r: dict[str, Any], key: str) -> str:
     return _fmt(r[key])
 
 
-def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
+def verdicts_from_episodes(episodes: Sequence[Any], cfg: EvaluateConfig) -> Any:
+    """The joint counts from episode logs: the frames and alarms of the ``returns.e1.rollout`` rollouts."""
+    from perception_safety.evaluation.confusion.by_verdict import split_by_verdict
+
+    steps = [s for e in episodes if e.rollout == cfg.returns.e1.rollout for s in e.steps if s.frame is not None]
+    if not steps:
+        return None
+    return split_by_verdict([s.frame for s in steps], [bool(s.alarm) for s in steps], cfg.confusion, "episode logs")
+
+
+def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path, episodes: Sequence[Any] = ()) -> None:
+    """Model-checked SG/RH/AC from the bags' verdicts, else from the episode logs' (never both: the demo's bags and
+    logs hold the same frames)."""
     from perception_safety.verification.errors import VerificationError
     from perception_safety.verification.system_metrics import system_metrics
 
     sec = ev.report.section("Monitor in the loop: model-checked SG / RH / AC")
+    split, source = red.verdicts, "bags' per-frame monitor status"
+    if split is None and episodes:
+        split, source = verdicts_from_episodes(episodes, cfg), f"episode logs ('{cfg.returns.e1.rollout}' rollouts)"
     for note in red.verdict_notes:
         ev.warn("monitor_loop", f"no monitor verdicts: {note}", "no_verdicts")
-    if red.verdicts is None:
-        sec.text("No bag carries the monitor's per-frame status: the monitor-in-the-loop chains were not built.",
-                 "warn")
-        ev.results["monitor_loop"] = {"results": [], "skipped": {"all": "no bag carries monitor status"}}
+    if split is None:
+        sec.text("Neither a bag nor an episode log carries the monitor's per-frame verdict with frames: the "
+                 "monitor-in-the-loop chains were not built.", "warn")
+        ev.results["monitor_loop"] = {"results": [], "skipped": {"all": "no monitor verdicts recorded"}}
         return
     vcfg = cfg.verification
     try:
-        doc = system_metrics(red.verdicts, vcfg)
+        doc = system_metrics(split, vcfg)
     except VerificationError as exc:
         ev.warn("monitor_loop", f"not computed: {exc}", "error")
         ev.results["monitor_loop"] = {"results": [], "skipped": {"all": str(exc)}}
@@ -61,6 +77,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         ev.warn("monitor_loop", w["message"], w["code"])
     for key, msg in doc["skipped"].items():
         ev.warn("monitor_loop", f"{key} not checked: {msg}", "chain_skipped")
+    doc["verdict_source"] = source
     ev.results["monitor_loop"] = doc
     d = out / "verification"
     d.mkdir(parents=True, exist_ok=True)
@@ -69,8 +86,8 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     ml = vcfg.monitor_loop
     sec.text(
         f"Observation = (detector observation, monitor verdict '{ml.status}'): joint counts n(o, alarm) per distance "
-        f"bin and true environment from the {doc['frames_with_verdict']} frames with a recorded verdict "
-        f"({doc['frames_without_verdict']} without one left out). Three chains of controller '{doc['controller']}' "
+        f"bin and true environment from the {doc['frames_with_verdict']} frames with a recorded verdict ({source}; "
+        f"{doc['frames_without_verdict']} without one left out). Three chains of controller '{doc['controller']}' "
         f"from the same counts: f (verdict summed out, the monitor ignored), f+m (on an alarm the fail-safe "
         f"'{ml.fail_safe}' acts) and f* (perfect perception). SG_sys = P_f(hazard) − P_f+m(hazard), "
         f"RH_sys = P_f+m(hazard) − P_f*(hazard), AC_sys = P_f+m(mission loss) − P_f(mission loss); hazard = "
