@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 REQUIRED = ("x", "v", "kind", "next_x", "next_v")
 OPTIONAL = ("alarm", "max_speed")
 _BOOL = {"0": 0, "1": 1, "false": 0, "true": 1}
+_KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
 
 
 def _int_cell(value: Any, where: str, column: str) -> int:
@@ -47,7 +48,7 @@ class PolicyTable:
 
     source: str
     rows: np.ndarray
-    """The row number of each entry in the file (CSV line number; JSON list index)."""
+    """The row number of each entry in the file (CSV line number; JSON position in the list, from 1)."""
     x: np.ndarray
     v: np.ndarray
     kind: np.ndarray
@@ -119,7 +120,8 @@ class PolicyTable:
         return policy
 
 
-def _records(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
+def _records(path: Path) -> tuple[list[str], list[int], dict[str, list[Any]]]:
+    """Header, row numbers and the cells column by column (CSV cells are strings, JSON cells as parsed)."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -134,22 +136,54 @@ def _records(path: Path) -> tuple[list[str], list[tuple[int, dict[str, Any]]]]:
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
             raise VerificationError(f"{path}: expected a list of row objects (or {{\"rows\": [...]}})")
         columns = list(dict.fromkeys(k for r in data for k in r))
-        return columns, list(enumerate(data))
-    reader = csv.DictReader(text.splitlines())
-    columns = [c.strip() for c in (reader.fieldnames or [])]
-    reader.fieldnames = columns
-    out = []
-    for i, rec in enumerate(reader, start=2):
-        if None in rec:
-            raise VerificationError(f"{path}: row {i}: more cells than the {len(columns)} columns of the header")
-        out.append((i, rec))
-    return columns, out
+        return columns, list(range(1, len(data) + 1)), {c: [r.get(c) for r in data] for c in columns}
+    lines = list(csv.reader(text.splitlines()))
+    if not lines:
+        return [], [], {}
+    columns = [c.strip() for c in lines[0]]
+    body = [(i, r) for i, r in enumerate(lines[1:], start=2) if r]
+    bad = [(i, len(r)) for i, r in body if len(r) != len(columns)]
+    if bad:
+        raise VerificationError(f"{path}: row {bad[0][0]}: {bad[0][1]} cells for the {len(columns)} columns of the "
+                                "header")
+    cells = list(zip(*(r for _, r in body), strict=True)) if body else [() for _ in columns]
+    return columns, [i for i, _ in body], {c: list(v) for c, v in zip(columns, cells, strict=True)}
+
+
+def _fast_columns(values: dict[str, list[Any]], n: int) -> dict[str, np.ndarray] | None:
+    """All columns converted at once; None when any cell is unusual (the cell-by-cell pass then names it)."""
+    out: dict[str, np.ndarray] = {}
+    try:
+        for c in REQUIRED + OPTIONAL:
+            vals = values.get(c)
+            if vals is None:
+                out[c] = np.full(n, -1, dtype=np.int64)
+                continue
+            if c in ("kind", "alarm"):
+                arr = np.char.strip(np.asarray(vals, dtype=str))
+                if c == "alarm":
+                    arr = np.char.lower(arr)
+                table = _KIND_INDEX if c == "kind" else _BOOL
+                uniq, inverse = np.unique(arr, return_inverse=True)
+                if any(u not in table for u in uniq.tolist()):
+                    return None
+                out[c] = np.array([table[u] for u in uniq.tolist()], dtype=np.int64)[inverse]
+                continue
+            arr = np.asarray(vals)
+            if arr.dtype.kind != "U" and any(isinstance(v, bool) for v in vals):  # JSON true/false is no integer
+                return None
+            if arr.dtype.kind not in "iuU":
+                return None
+            out[c] = arr.astype(np.int64)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    return out
 
 
 def load_policy(path: str | Path) -> PolicyTable:
     """Read and check a policy table (CSV or JSON); errors name the file, row and column."""
     path = Path(path)
-    columns, records = _records(path)
+    columns, rows, values = _records(path)
     missing = [c for c in REQUIRED if c not in columns]
     if missing:
         raise VerificationError(f"{path}: missing column(s) {missing}; a policy table has {list(REQUIRED)} "
@@ -157,18 +191,24 @@ def load_policy(path: str | Path) -> PolicyTable:
     unknown = [c for c in columns if c not in REQUIRED + OPTIONAL]
     if unknown:
         raise VerificationError(f"{path}: unknown column(s) {unknown}; expected {list(REQUIRED + OPTIONAL)}")
-    if not records:
+    if not rows:
         raise VerificationError(f"{path}: the policy table has no rows")
     has_alarm, has_v = "alarm" in columns, "max_speed" in columns
+    arr = _fast_columns(values, len(rows)) or _slow_columns(path, rows, values)
+    return PolicyTable(str(path), np.asarray(rows), arr["x"], arr["v"], arr["kind"], arr["alarm"],
+                       arr["max_speed"], arr["next_x"], arr["next_v"], has_alarm, has_v)
+
+
+def _slow_columns(path: Path, rows: list[int], values: dict[str, list[Any]]) -> dict[str, np.ndarray]:
+    """Cell by cell, raising at the first bad cell with its file, row and column."""
     cols: dict[str, list[int]] = {c: [] for c in (*REQUIRED, *OPTIONAL)}
-    rows = []
-    for row, rec in records:
+    for j, row in enumerate(rows):
         where = f"{path}: row {row}"
         for c in REQUIRED + OPTIONAL:
-            if c not in columns:
+            if c not in values:
                 cols[c].append(-1)
                 continue
-            value = rec.get(c)
+            value = values[c][j]
             if value is None or (isinstance(value, str) and not value.strip()):
                 raise VerificationError(f"{where}, column {c!r}: empty cell")
             if c == "kind":
@@ -182,10 +222,7 @@ def load_policy(path: str | Path) -> PolicyTable:
                 cols[c].append(_BOOL[key])
             else:
                 cols[c].append(_int_cell(value, where, c))
-        rows.append(row)
-    arr = {c: np.asarray(v, dtype=np.int64) for c, v in cols.items()}
-    return PolicyTable(str(path), np.asarray(rows), arr["x"], arr["v"], arr["kind"], arr["alarm"],
-                       arr["max_speed"], arr["next_x"], arr["next_v"], has_alarm, has_v)
+    return {c: np.asarray(v, dtype=np.int64) for c, v in cols.items()}
 
 
 def write_policy(path: str | Path, controller: CarController, geometries: Sequence[Geometry],

@@ -132,3 +132,19 @@ def test_table_with_alarm_column_decides_on_alarms(tmp_path):
     assert g.describe(int(k(s, ("empty", "!alarm"))[0])) == "(x=3, v=1)"  # table: keep speed
     k2 = state_controller(resolve_controller("braking_rule"), g, action="stop_now")
     assert g.describe(int(k2(s, ("empty", "!alarm"))[0])) == "(x=3, v=0)"  # fail-safe stop_now
+
+
+def test_json_cells_that_are_not_integers_name_their_row(tmp_path):
+    rows = [{"x": 1, "v": 0, "kind": "ped", "next_x": 1, "next_v": 0},
+            {"x": True, "v": 0, "kind": "obs", "next_x": 1, "next_v": 0}]
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(rows))
+    with pytest.raises(VerificationError, match=r"t\.json: row 2, column 'x': expected an integer, got True"):
+        load_policy(p)
+    rows[1]["x"] = 1.5
+    p.write_text(json.dumps(rows))
+    with pytest.raises(VerificationError, match=r"row 2, column 'x': expected an integer, got 1\.5"):
+        load_policy(p)
+    rows[1]["x"] = 2.0  # an integral float is accepted
+    p.write_text(json.dumps(rows))
+    assert load_policy(p).x.tolist() == [1, 2]
