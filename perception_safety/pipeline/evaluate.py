@@ -23,12 +23,13 @@ import numpy as np
 from perception_safety.bbsl.spec import Spec, load_spec
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.bbsl_testing import BoxExtent, OracleReport, TestCase, box_extent, run_oracle
-from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
-from perception_safety.evaluation.confusion.io import confusion_from_mapping, to_json_dict
+from perception_safety.evaluation.confusion.accumulate import sum_confusions
+from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.types import DistanceConfusion
-from perception_safety.evaluation.pcd.samples import samples_from_frames
 from perception_safety.io.bag import BagReadReport, read_frames
+from perception_safety.io.bag_inputs import bag_conditions
 from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings
+from perception_safety.pipeline.breakdowns import SPEED_BAND, Group, frame_parts, reduce_breakdowns, speed_band_parts
 from perception_safety.pipeline.evaluate_config import STOP_REGION_SPEC, EvaluateConfig
 
 PARTIAL_FORMAT = "perception_safety.partial/1"
@@ -67,9 +68,11 @@ def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
     }
     ext = box_extent(frames, cfg.bbsl.image_size, cfg.evaluate.warn_box_overflow_px)
     partial["box_extent"] = [ext.max_x, ext.max_y, ext.outside, ext.boxes]
-    if analyses & {"confusion", "verification"}:
-        dc = ConfusionAccumulator(cfg.confusion).add_frames(frames).result(source=bag)
-        partial["confusion"] = to_json_dict(dc)
+    partial.update({k: v for k, v in frame_parts(frames, cfg, bag).items() if k != "frames"})
+    if cfg.evaluate.breakdowns:
+        partial["conditions"] = bag_conditions(Path(bag))
+        if SPEED_BAND in cfg.evaluate.breakdowns:
+            partial["speed_bands"] = speed_band_parts(frames, cfg, bag)
     if "verification" in analyses:
         from perception_safety.pipeline.verdicts import verdict_partial
 
@@ -84,26 +87,6 @@ def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
                 "out_of_scope": rep.out_of_scope,
                 "test_cases": [_test_case_record(tc) for tc in rep.test_cases],
                 "breakdown_verdicts": list(rep.breakdown_verdicts),
-            }
-    if "pcd" in analyses:
-        partial["pcd"] = {}
-        for t in cfg.evaluate.pcd_targets:
-            s = samples_from_frames(
-                frames,
-                t.class_id,
-                t.track_id,
-                t.iou_threshold,
-                t.class_aware,
-                bag,
-                cfg.pcd.samples.input,
-                cfg.pcd.bootstrap.unit,
-            )
-            partial["pcd"][t.name] = {
-                "x": s.x.tolist(),
-                "y": s.y.tolist(),
-                "missed": s.missed.tolist(),
-                "group": [str(g) for g in s.group] if s.group is not None else None,
-                "input": s.input,
             }
     return partial
 
@@ -124,6 +107,7 @@ class Reduced:
     verdicts: Any = None
     """`VerdictSplit` of the bags that carry the monitor's per-frame verdict (None when none does)."""
     verdict_notes: list[str] = field(default_factory=list)
+    breakdowns: dict[str, dict[str, Group]] = field(default_factory=dict)
 
 
 _TEST_CASE_FIELDS = tuple(f.name for f in fields(TestCase))
@@ -145,6 +129,7 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
         frames=sum(p["frames"] for p in partials),
         read_reports={p["bag"]: {"frames": p["frames"], **p["read_report"]} for p in partials},
     )
+    red.breakdowns = reduce_breakdowns(partials, (cfg or EvaluateConfig()).evaluate.breakdowns)
     for p in partials:
         if "box_extent" in p:
             red.box_extent = red.box_extent.merge(BoxExtent(*p["box_extent"]))

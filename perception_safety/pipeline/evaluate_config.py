@@ -47,6 +47,12 @@ class EvaluateSection(BaseModel):
     bbsl_specs: list[str] = Field(default_factory=lambda: [STOP_REGION_SPEC])
     """BBSL specs to test: file paths (relative ones from the config file's folder) or ``stop_region``,
     the emergency-braking rule of ``monitors.stop_region`` as BBSL (its bindings come from that section)."""
+    breakdowns: list[str] = Field(default_factory=list)
+    """Frame attributes to split the confusion and PCD analyses (and SG/RH/AC, by episode meta) by: bag
+    conditions (``perturbation``, ``level``, ``episode``, ``scenario``, ``weather``, ... from the bag's metadata
+    custom_data or its ``conditions.yaml``) and ``ego_speed_band`` (bands of ``speed_bands_mps``)."""
+    speed_bands_mps: list[float] = Field(default_factory=lambda: [0.0, 2.0, 5.0, 10.0, 20.0], min_length=2)
+    """Edges of the ego-speed bands in m/s (half-open [lo, hi)); faster frames form '>= last'."""
     warn_unmapped_fraction: float = Field(0.05, ge=0.0, le=1.0)
     """Warn when more than this fraction of ground-truth or detection labels map to no confusion class."""
     warn_box_overflow_px: float = Field(2.0, ge=0.0)

@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from perception_safety.io.bag_inputs import ROLE_TEXT, BagInput, select_bags, used
 from perception_safety.pipeline.analyses import (
     bbsl,
+    breakdowns,
     confusion,
     monitor_loop,
     pcd,
@@ -106,6 +107,8 @@ def run_evaluate(
     analyses = cfg.evaluate.analyses
     all_steps = (("confusion", confusion.run), ("pcd", pcd.run), ("verification", verification.run), ("bbsl", bbsl.run))
     steps = [(a, f) for a, f in all_steps if a in analyses]
+    if cfg.evaluate.breakdowns and {"confusion", "pcd"} & set(analyses):
+        steps.append(("breakdowns", breakdowns.run))
     episodes, notes = returns.read_episodes(episode_logs) if "returns" in analyses else ([], [])
     if episodes:
         steps.append(("returns", lambda ev, red, cfg, out: returns.run(ev, episodes, notes, cfg, out)))

@@ -57,6 +57,10 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     assert prov["version"] and prov["config_sha256"] and len(prov["inputs"]) == 2
     assert {i["role"] for i in res["input_roles"]} == {"perception"}
     assert res["input_roles"][1]["conditions"]["perturbation"] == "smoke"
+    # breakdowns by perturbation (demo.yaml evaluate.breakdowns), SG/RH/AC per perturbation and episode outcomes
+    assert list(res["breakdowns"]["perturbation"]) == ["none", "smoke"]
+    assert list(res["returns"]["by_condition"]["perturbation"]) == ["none", "smoke"]
+    assert [o["perturbation"] for o in res["returns"]["episode_outcomes"]] == ["none", "smoke"]
     surprises = {"unmapped_ground_truth", "unmapped_detections", "confusion_empty", "pcd_empty_target"}
     surprises.add("bbsl_image_size")
     assert not {w["code"] for w in res["warnings"]} & surprises

@@ -45,6 +45,7 @@ def run(ev: Evaluation, episodes: list[Any], notes: list[str], cfg: EvaluateConf
                 for key in ("SG", "RH", "AC"):
                     ev.report.summary.append(Metric(f"{key} ({scheme}, per frame)", m[key], "", f"n = {m['n']} frames"))
     sec.table(["scheme", "averaged over", "SG", "RH", "AC", "hazard of f", "n"], rows)
+    by_condition(ev, sec, episodes, rcfg, cfg.evaluate.breakdowns, out)
     for n in doc.get("notes", []):
         sec.text(str(n), "note")
 
@@ -61,3 +62,79 @@ def read_episodes(paths: Sequence[str | Path]) -> tuple[list[Any], list[str]]:
         episodes += read_episode_log(path, rep)
         notes += [f"{path}: {n}" for n in rep.messages]
     return episodes, notes
+
+
+def episode_value(ep: Any, attr: str) -> str:
+    """An episode's value of a breakdown attribute: its id for 'episode', else its begin meta, else 'unknown'."""
+    if attr == "episode":
+        return str(ep.episode)
+    return str(ep.meta.get(attr, "unknown"))
+
+
+def by_condition(
+    ev: Evaluation, sec: Any, episodes: list[Any], rcfg: Any, attributes: Sequence[str], out: Path
+) -> None:
+    """SG/RH/AC per value of each breakdown attribute found in the episode meta, and every episode's outcome."""
+    from perception_safety.evaluation.returns import ReturnsError, align, returns_report
+    from perception_safety.report.breakdown_plots import returns_bars
+
+    doc: dict[str, Any] = {}
+    for attr in attributes:
+        values = list(dict.fromkeys(episode_value(ep, attr) for ep in episodes))
+        if values == ["unknown"]:
+            continue
+        per: dict[str, Any] = {}
+        rows = []
+        for value in values:
+            subset = [ep for ep in episodes if episode_value(ep, attr) == value]
+            try:
+                rep = returns_report(subset, rcfg)
+            except ReturnsError as exc:
+                per[value] = {"error": str(exc)}
+                rows.append([value, len({e.episode for e in subset}), *(["not computed"] * 6)])
+                continue
+            per[value] = {k: rep[k]["frames"] for k in ("E1", "E2") if k in rep}
+            cells = [per[value].get(k, {}).get(m, "n/a") for k in ("E1", "E2") for m in ("SG", "RH", "AC")]
+            rows.append([value, len({e.episode for e in subset}), *cells])
+        sec.table(
+            [attr, "episodes (n)", "E1 SG", "E1 RH", "E1 AC", "E2 SG", "E2 RH", "E2 AC"],
+            rows,
+            f"SG / RH / AC per {attr} (averaged over frames)",
+        )
+        png = returns_bars(per, attr, out / f"returns_by_{attr}.png")
+        sec.figure(png.read_bytes(), f"SG / RH / AC per {attr}")
+        doc[attr] = per
+    triples = align(episodes).triples
+    outcomes = []
+    for p, m, g in triples:
+        first_alarm = next((s.t for s in m.steps if s.alarm), None)
+        outcomes.append(
+            {
+                "episode": p.episode,
+                "perturbation": p.meta.get("perturbation"),
+                "level": p.meta.get("level"),
+                "collided": {e.rollout: any(s.collision for s in e.steps) for e in (p, m, g)},
+                "first_alarm_fm": first_alarm,
+                "end": {e.rollout: e.end_reason for e in (p, m, g)},
+            }
+        )
+    if outcomes:
+        yes = {True: "collision", False: "-"}
+        sec.table(
+            ["episode", "perturbation", "level", "f", "f+m", "f*", "first alarm (f+m, frame)"],
+            [
+                [
+                    o["episode"],
+                    o["perturbation"] if o["perturbation"] is not None else "-",
+                    o["level"] if o["level"] is not None else "-",
+                    yes[o["collided"]["perception"]],
+                    yes[o["collided"]["monitored"]],
+                    yes[o["collided"]["ground_truth"]],
+                    "none" if o["first_alarm_fm"] is None else o["first_alarm_fm"],
+                ]
+                for o in outcomes
+            ],
+            "Episode outcomes: collisions of the perception (f), monitored (f+m) and ground-truth (f*) rollouts",
+        )
+    ev.results["returns"]["by_condition"] = doc
+    ev.results["returns"]["episode_outcomes"] = outcomes
