@@ -29,7 +29,8 @@ confusion:
 
 
 def _with_speed(frames: list[Frame], speeds: list[float]) -> list[Frame]:
-    return [Frame(f.stamp_ns, f.detections, f.ground_truth, EgoState(speed=s)) for f, s in zip(frames, speeds, strict=True)]
+    pairs = zip(frames, speeds, strict=True)
+    return [Frame(f.stamp_ns, f.detections, f.ground_truth, EgoState(speed=s)) for f, s in pairs]
 
 
 def test_speed_band_edges():
