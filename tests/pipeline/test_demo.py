@@ -45,6 +45,8 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     assert pcd["model"] == "hurdle" and pcd["sample_input"] == "raw"
     assert pcd["pcd_ci"][0] <= pcd["pcd"]["value"] <= pcd["pcd_ci"][1] and pcd["bootstrap"]["n_groups"] == 2
     assert "PCD 'pedestrian'" in printed and "hurdle" in printed and "95 % CI" in printed  # (the table wraps)
+    # The shipped requirements: some fail on the simulated detector, visibly, and the demo still exits 0.
+    assert res["requirements"]["failed"] > 0 and "requirements: FAIL" in printed
     # A second run reuses the finished episodes (resume) and gives the same results.json, byte for byte, except
     # the run's date in the provenance block (the only value that may change; the commit and hashes may not).
     first = (out / "evaluation" / "results.json").read_text()

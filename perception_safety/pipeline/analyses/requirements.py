@@ -35,15 +35,15 @@ def card_pattern(req: RequirementBase) -> re.Pattern[str] | None:
     esc = re.escape
     if isinstance(req, RateRequirement) and req.metric == "recall" and req.distance is None:
         return re.compile(f"recall '{esc(req.class_)}' \\(pooled\\)$")
-    if isinstance(req, VerificationRequirement) and req.initial_speed is None and req.max_speed is None:
-        env = esc(req.true_env) if req.true_env else "[^)]+"
-        variant = esc(req.variant) if req.variant else ".+"
-        return re.compile(f"worst P\\({esc(req.spec)} \\| {env}\\), {variant}$")
+    one_chain_family = isinstance(req, VerificationRequirement) and req.variant and req.true_env
+    if one_chain_family and req.initial_speed is None and not req.max_speed:
+        # the card is the worst P over all (V, v0) of one variant and environment; wider requirements get their own
+        return re.compile(f"worst P\\({esc(req.spec)} \\| {esc(req.true_env)}\\), {esc(req.variant)}$")
     if isinstance(req, PCDRequirement):
         if req.name == "mpcd":
             return re.compile(f"mPCD '{esc(req.target)}'$")
         if req.y_t is None and req.p_t is None:  # the headline PCD card
-            return re.compile(f"PCD '{esc(req.target)}' \\(")
+            return re.compile(f"PCD '{esc(req.target)}'( \\(|$)")
         return None
     if isinstance(req, ReturnsRequirement) and req.average == "frames" and req.name != "hazard_f":
         return re.compile(f"{req.name.upper()} \\({req.scheme.upper()}, per frame\\)$")

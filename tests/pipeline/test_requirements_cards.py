@@ -1,0 +1,60 @@
+"""Summary cards coloured by the requirements that refer to them; a requirement without a card gets one."""
+
+from __future__ import annotations
+
+from pydantic import TypeAdapter
+
+from perception_safety.evaluation.requirements import Requirement, check
+from perception_safety.pipeline.analyses.base import Evaluation
+from perception_safety.pipeline.analyses.requirements import colour_cards
+from perception_safety.report.html import Metric, Report
+
+
+def test_cards_take_the_worst_verdict_of_their_requirements() -> None:
+    report = Report("t")
+    report.summary = [
+        Metric("recall 'ped' (pooled)", 0.5),
+        Metric("worst P(phi | ped), prop", 0.2),
+        Metric("worst P(phi | ped), class", 0.3),
+        Metric("PCD 'pedestrian'", "not computed"),
+        Metric("RH (E2, per frame)", 0.07),
+    ]
+    ev = Evaluation(results={}, report=report)
+    reqs = TypeAdapter(list[Requirement]).validate_python(
+        [
+            {"metric": "recall", "class": "ped", "at_least": 0.4},  # PASS
+            {"metric": "verification", "spec": "phi", "true_env": "ped", "at_least": 0.25},  # FAIL on 'prop', own card
+            {"metric": "verification", "spec": "phi", "variant": "prop", "true_env": "ped", "at_least": 0.1},
+            {"metric": "verification", "spec": "phi", "variant": "class", "true_env": "ped", "at_least": 0.25},
+            {"metric": "pcd", "target": "pedestrian", "at_least": 20},  # NOT EVALUATED
+            {"metric": "returns", "scheme": "e2", "name": "rh", "at_most": 0.05},  # FAIL
+            {"id": "near", "metric": "recall", "class": "ped", "distance": [0, 10], "at_least": 0.1},  # own card
+        ]
+    )
+    results = {
+        "confusion": {
+            "class_labels": ["ped", "obs", "empty"],
+            "bin_edges": [[0, 10]],
+            "class_cm": [[[5, 0, 0], [0, 0, 0], [5, 0, 1]]],
+            "class_cm_pooled": [[5, 0, 0], [0, 0, 0], [5, 0, 1]],
+        },
+        "verification": {
+            "results": [
+                {"spec": "phi", "true_env": "ped", "variant": v, "max_speed": 1, "initial_speed": 1, "probability": p}
+                for v, p in (("prop", 0.2), ("class", 0.3))
+            ]
+        },
+        "pcd": {"pedestrian": {"error": "too few samples", "n": 4}},
+        "returns": {"E2": {"frames": {"RH": 0.07, "n": 9}}},
+    }
+    colour_cards(ev, reqs, check(reqs, results))
+    verdicts = {m.label: m.verdict for m in report.summary}
+    assert verdicts == {
+        "recall 'ped' (pooled)": "good",
+        "worst P(phi | ped), prop": "good",
+        "worst P(phi | ped), class": "good",
+        "verification(spec=phi, true_env=ped)": "bad",  # over several variants: its own card
+        "PCD 'pedestrian'": "na",
+        "RH (E2, per frame)": "bad",
+        "near": "good",
+    }
