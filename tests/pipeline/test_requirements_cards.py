@@ -18,6 +18,7 @@ def test_cards_take_the_worst_verdict_of_their_requirements() -> None:
         Metric("worst P(phi | ped), class", 0.3),
         Metric("PCD 'pedestrian'", "not computed"),
         Metric("RH (E2, per frame)", 0.07),
+        Metric("mPCD 'pedestrian' (hurdle)", 9.0),
     ]
     ev = Evaluation(results={}, report=report)
     reqs = TypeAdapter(list[Requirement]).validate_python(
@@ -28,6 +29,7 @@ def test_cards_take_the_worst_verdict_of_their_requirements() -> None:
             {"metric": "verification", "spec": "phi", "variant": "class", "true_env": "ped", "at_least": 0.25},
             {"metric": "pcd", "target": "pedestrian", "at_least": 20},  # NOT EVALUATED
             {"metric": "returns", "scheme": "e2", "name": "rh", "at_most": 0.05},  # FAIL
+            {"metric": "pcd", "target": "pedestrian", "name": "mpcd", "at_least": 20},  # NOT EVALUATED
             {"id": "near", "metric": "recall", "class": "ped", "distance": [0, 10], "at_least": 0.1},  # own card
         ]
     )
@@ -56,5 +58,6 @@ def test_cards_take_the_worst_verdict_of_their_requirements() -> None:
         "verification(spec=phi, true_env=ped)": "bad",  # over several variants: its own card
         "PCD 'pedestrian'": "na",
         "RH (E2, per frame)": "bad",
+        "mPCD 'pedestrian' (hurdle)": "na",
         "near": "good",
     }

@@ -41,7 +41,7 @@ def card_pattern(req: RequirementBase) -> re.Pattern[str] | None:
         return re.compile(f"worst P\\({esc(req.spec)} \\| {esc(req.true_env)}\\), {esc(req.variant)}$")
     if isinstance(req, PCDRequirement):
         if req.name == "mpcd":
-            return re.compile(f"mPCD '{esc(req.target)}'$")
+            return re.compile(f"mPCD '{esc(req.target)}'( \\(|$)")
         if req.y_t is None and req.p_t is None:  # the headline PCD card
             return re.compile(f"PCD '{esc(req.target)}'( \\(|$)")
         return None
