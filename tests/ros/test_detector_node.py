@@ -27,13 +27,13 @@ def _params(tmp_path, name, model_yaml, **extra):
     return path
 
 
-def _start(ros_client, ros_tools, tmp_path, name, model_yaml):
+def _start(ros_client, ros_tools, start_node, tmp_path, name, model_yaml):
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image
     from vision_msgs.msg import Detection2DArray
 
     cam, dets = f"/{name}/cam", f"/{name}/dets"
-    proc = ros_tools.NodeProcess("detector", name, _params(tmp_path, name, model_yaml),
+    proc = start_node("detector", name, _params(tmp_path, name, model_yaml),
                                  {"/camera/image_raw": cam, "/detections": dets}, tmp_path, module=MODULE)
     pub = ros_client.publisher(Image, cam)
     out = ros_client.collect(Detection2DArray, dets)
@@ -43,14 +43,14 @@ def _start(ros_client, ros_tools, tmp_path, name, model_yaml):
     return proc, pub, out, diag
 
 
-def test_detections_carry_the_image_header_and_known_boxes(ros_client, ros_tools, tmp_path):
+def test_detections_carry_the_image_header_and_known_boxes(ros_client, ros_tools, start_node, tmp_path):
     from perception_safety.ros import convert
 
     rows = np.asarray([[[32.0, 16.0, 8.0, 8.0, 0.8, 0.1]]], np.float32)  # one person at (28..36, 12..20) in 64x64
     model = constant_model(tmp_path / "m.onnx", {"output0": rows}, [1, 3, 64, 64])
     yml = write_yaml(tmp_path / "m.yaml", model, input={"width": 64, "height": 64, "resize": "stretch"},
                      output={"decoder": "yolo"}, classes=["person", "car"])
-    proc, pub, out, _diag = _start(ros_client, ros_tools, tmp_path, "det_node", yml)
+    proc, pub, out, _diag = _start(ros_client, ros_tools, start_node, tmp_path, "det_node", yml)
     image = np.zeros((72, 128, 3), np.uint8)  # stretch 2 x 1.125
     pub.publish(convert.image_msg(image, 5_000_000_123, frame_id="front_cam"))
     assert ros_tools.wait_until(lambda: len(out) >= 1, timeout=10), proc.output()
@@ -62,14 +62,15 @@ def test_detections_carry_the_image_header_and_known_boxes(ros_client, ros_tools
     assert proc.stop(signal.SIGINT) == 0, proc.output()
 
 
-def test_output_that_does_not_match_the_yaml_is_reported_and_the_node_lives(ros_client, ros_tools, tmp_path):
+def test_output_that_does_not_match_the_yaml_is_reported_and_the_node_lives(ros_client, ros_tools, start_node,
+                                                                           tmp_path):
     from perception_safety.ros import convert
 
     # dynamic input size: the shapes cannot be checked at load; the output (the image tensor) fits no decoder
     model = identity_model(tmp_path / "id.onnx", [1, 3, "h", "w"])
     yml = write_yaml(tmp_path / "id.yaml", model, input={"width": 32, "height": 32},
                      output={"decoder": "yolo", "tensor": "out"}, classes=["person"])
-    proc, pub, out, diag = _start(ros_client, ros_tools, tmp_path, "det_bad", yml)
+    proc, pub, out, diag = _start(ros_client, ros_tools, start_node, tmp_path, "det_bad", yml)
     pub.publish(convert.image_msg(np.zeros((32, 32, 3), np.uint8), 1))
     pub.publish(convert.image_msg(np.zeros((32, 32, 3), np.uint8), 2))
 
@@ -84,12 +85,12 @@ def test_output_that_does_not_match_the_yaml_is_reported_and_the_node_lives(ros_
     assert proc.stop(signal.SIGINT) == 0, proc.output()
 
 
-def test_model_yaml_mismatch_stops_the_node_at_start_naming_file_and_key(ros_tools, tmp_path):
+def test_model_yaml_mismatch_stops_the_node_at_start_naming_file_and_key(start_node, tmp_path):
     rows = np.zeros((1, 4, 7), np.float32)  # rows of 7 = 4 + 3 classes; the YAML lists 1 (width 5)
     model = constant_model(tmp_path / "m.onnx", {"output0": rows}, [1, 3, 64, 64])
     yml = write_yaml(tmp_path / "m.yaml", model, input={"width": 64, "height": 64}, output={"decoder": "yolo"},
                      classes=["person"])
-    proc = ros_tools.NodeProcess("detector", "det_start", _params(tmp_path, "det_start", yml), None, tmp_path,
+    proc = start_node("detector", "det_start", _params(tmp_path, "det_start", yml), None, tmp_path,
                                  module=MODULE)
     proc.proc.wait(timeout=30)
     assert proc.stop() == 2

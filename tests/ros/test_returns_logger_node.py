@@ -88,7 +88,8 @@ def test_episode_log_records_world_state_monitor_verdicts_and_collisions(ros_cli
     assert math.isclose(gt.distance, 13.0)  # |(12, 5, 0)|
 
 
-def test_nonfinite_values_are_written_and_reported_and_frames_ordered_by_stamp(ros_client, ros_tools, tmp_path):
+def test_nonfinite_values_are_written_and_reported_and_frames_ordered_by_stamp(ros_client, ros_tools, start_node,
+                                                                             tmp_path):
     """Issue 19 item 5: NaN/inf monitor values made steps unwritable (only a rosout line, /diagnostics OK), and
     out-of-order frames put a collision on the wrong frame."""
     from diagnostic_msgs.msg import DiagnosticArray
@@ -112,7 +113,7 @@ def test_nonfinite_values_are_written_and_reported_and_frames_ordered_by_stamp(r
                        collision=topics["collision"])
     params = tmp_path / "returns_logger.yaml"
     params.write_text(yaml.safe_dump({name: doc["returns_logger"]}))
-    proc = ros_tools.NodeProcess("returns_logger", name, params, None, tmp_path)
+    proc = start_node("returns_logger", name, params, None, tmp_path)
     pubs = {"results": ros_client.publisher(DiagnosticArray, topics["results"]),
             "gt": ros_client.publisher(Detection2DArray, topics["gt"]),
             "odom": ros_client.publisher(Odometry, topics["odom"]),

@@ -22,7 +22,7 @@ def _values(status) -> dict[str, str]:
     return {kv.key: kv.value for kv in status.values}
 
 
-def test_oversized_detection_message_is_rejected_and_reported(ros_client, ros_tools, tmp_path):
+def test_oversized_detection_message_is_rejected_and_reported(ros_client, ros_tools, start_node, tmp_path):
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image
     from vision_msgs.msg import Detection2DArray
@@ -39,7 +39,7 @@ def test_oversized_detection_message_is_rejected_and_reported(ros_client, ros_to
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({name: doc["safety_monitor"]}))
     cam, dets = "/limits/cam", "/limits/dets"
-    proc = ros_tools.NodeProcess("safety_monitor", name, params, {"/camera/image_raw": cam, "/detections": dets},
+    proc = start_node("safety_monitor", name, params, {"/camera/image_raw": cam, "/detections": dets},
                                  tmp_path, memory_limit_bytes=MEMORY_CAP)
     pub_img = ros_client.publisher(Image, cam)
     pub_det = ros_client.publisher(Detection2DArray, dets)

@@ -21,7 +21,7 @@ def _values(status) -> dict[str, str]:
     return {kv.key: kv.value for kv in status.values}
 
 
-def test_unpaired_inputs_warn_then_error_and_request_a_stop(ros_client, ros_tools, tmp_path):
+def test_unpaired_inputs_warn_then_error_and_request_a_stop(ros_client, ros_tools, start_node, tmp_path):
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image
     from std_msgs.msg import Bool
@@ -38,7 +38,7 @@ def test_unpaired_inputs_warn_then_error_and_request_a_stop(ros_client, ros_tool
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({name: doc["safety_monitor"]}))
     cam, dets = "/liveness/cam", "/liveness/dets"
-    proc = ros_tools.NodeProcess("safety_monitor", name, params, {"/camera/image_raw": cam, "/detections": dets},
+    proc = start_node("safety_monitor", name, params, {"/camera/image_raw": cam, "/detections": dets},
                                  tmp_path)
     pub_img = ros_client.publisher(Image, cam)
     pub_det = ros_client.publisher(Detection2DArray, dets)

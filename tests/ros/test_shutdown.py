@@ -25,7 +25,7 @@ def _params(tmp_path, ros_tools, name):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGINT, signal.SIGTERM, signal.SIGINT])
-def test_signal_under_load_exits_zero(ros_client, ros_tools, tmp_path, sig):
+def test_signal_under_load_exits_zero(ros_client, ros_tools, start_node, tmp_path, sig):
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image
     from vision_msgs.msg import Detection2DArray
@@ -35,7 +35,7 @@ def test_signal_under_load_exits_zero(ros_client, ros_tools, tmp_path, sig):
 
     name = f"shutdown_monitor_{time.monotonic_ns() % 10**6}"
     cam, dets = f"/{name}/cam", f"/{name}/dets"
-    proc = ros_tools.NodeProcess("safety_monitor", name, _params(tmp_path, ros_tools, name),
+    proc = start_node("safety_monitor", name, _params(tmp_path, ros_tools, name),
                                  {"/camera/image_raw": cam, "/detections": dets}, tmp_path)
     pub_img = ros_client.publisher(Image, cam, depth=50)
     pub_det = ros_client.publisher(Detection2DArray, dets, depth=50)
