@@ -28,3 +28,29 @@ def shared_reference() -> Path:
     if not SHARED_REFERENCE.is_dir():
         pytest.fail(f"reference data not found at {SHARED_REFERENCE} (shared/ must sit beside the checkout)")
     return SHARED_REFERENCE
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> str:
+    """One real local Ray instance for the whole session: 2 CPUs, loopback only, no dashboard, its logs in a
+    temp dir. Tests in this process use it through ``ray.is_initialized()``; subprocesses join it by the
+    yielded GCS address (``--ray-address HOST:PORT``)."""
+    import logging
+    import shutil
+
+    import ray
+
+    temp = tempfile.mkdtemp(prefix="ps-ray-")
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _temp_dir=temp,
+        _node_ip_address="127.0.0.1",
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+    )
+    try:
+        yield ray.get_runtime_context().gcs_address
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)

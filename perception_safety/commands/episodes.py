@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from perception_safety.commands._executor_args import add_executor_arguments, executor_from_args
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -16,7 +18,7 @@ def register(subparsers) -> None:
     p.add_argument("--config", metavar="FILE", help="YAML with an `episodes` section (default: built-in defaults)")
     p.add_argument("--backend", choices=("builtin", "carla"), default="builtin", help="simulator (default: builtin)")
     p.add_argument("--out", metavar="DIR", required=True, help="output directory")
-    p.add_argument("--jobs", type=int, default=1, metavar="N", help="worker processes (builtin backend only)")
+    add_executor_arguments(p, "episode")
     p.add_argument("--resume", action="store_true", help="keep finished episodes in DIR and run the rest")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -28,10 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = load_episodes_config(args.config)
     monitors = monitors_for(cfg, args.config)
-    if args.jobs < 1:
-        print("error: --jobs must be at least 1", file=sys.stderr)
-        return 2
-    if args.backend == "carla" and args.jobs > 1:
+    executor = executor_from_args(args, cfg.executor)
+    if args.backend == "carla" and executor.kind == "local" and executor.jobs > 1:
         print("note: --jobs is ignored with --backend carla (one simulator, one episode at a time)", file=sys.stderr)
     progress_cb = None
     bar = None
@@ -64,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
     if bar is not None:
         bar.start()
     try:
-        report = run_sweep(cfg, args.out, args.backend, args.jobs, args.resume, monitors, progress_cb)
+        report = run_sweep(
+            cfg, args.out, args.backend, executor.jobs, args.resume, monitors, progress_cb, executor=executor
+        )
     finally:
         if bar is not None:
             bar.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.text import Text
 
-from perception_safety.errors import PerceptionSafetyError
+from perception_safety.commands._executor_args import add_executor_arguments, executor_from_args
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("inputs", nargs="+", metavar="BAG_OR_DIR", help="bag directories or directories containing bags")
     p.add_argument("--config", type=Path, default=None, help="YAML config (default: built-in defaults)")
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--jobs", type=int, default=1, help="worker processes for reading bags (default 1)")
+    add_executor_arguments(p, "bag")
     p.add_argument(
         "--episodes",
         nargs="+",
@@ -54,12 +54,11 @@ def run(args: argparse.Namespace) -> int:
     from perception_safety.pipeline.evaluate_config import load_evaluate_config
     from perception_safety.pipeline.run import run_evaluate
 
-    if args.jobs < 1:
-        raise PerceptionSafetyError(f"--jobs must be at least 1, got {args.jobs}")
     console = Console(stderr=True)
     cfg, text = load_evaluate_config(args.config)
+    cfg = cfg.model_copy(update={"executor": executor_from_args(args, cfg.executor)})
     ev = run_evaluate(
-        args.inputs, cfg, text, args.out, args.jobs, console, args.episodes, args.include_perfect_perception, args.hash
+        args.inputs, cfg, text, args.out, None, console, args.episodes, args.include_perfect_perception, args.hash
     )
     out_console = Console()
     print_summary(ev, args.out, out_console)

@@ -2,19 +2,17 @@
 
 Map (`analyse_bag`, one bag, in-process or in a worker process): read the frames once (images are
 not needed), accumulate the confusion matrices, collect PCD samples per target and BBSL test cases.
-A partial is plain JSON (floats round-trip exactly), written to ``OUT/partials/``; the reduce reads
-them in input order, so 1 and N jobs give identical results. The same shape runs on a distributed
-engine: only `analyse_bag` and `reduce_partials` need to be called there.
+A partial is plain JSON (floats round-trip exactly), returned as data by whichever executor ran it
+(`perception_safety.executors`: this process, local workers or Ray tasks) and kept in ``OUT/partials/``;
+the reduce runs in input order on the driver, so every executor and job count gives identical results.
+A bag whose map fails is reported (`MapResult.failed`) and the others are still evaluated.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, fields
-from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from perception_safety.evaluation.bbsl_testing import BoxExtent, OracleReport, T
 from perception_safety.evaluation.confusion.accumulate import sum_confusions
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.types import DistanceConfusion
+from perception_safety.executors import ExecutorConfig, Outcome, run_tasks
 from perception_safety.io.bag import BagReadReport, read_frames
 from perception_safety.io.bag_inputs import bag_conditions
 from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings
@@ -108,6 +107,8 @@ class Reduced:
     """`VerdictSplit` of the bags that carry the monitor's per-frame verdict (None when none does)."""
     verdict_notes: list[str] = field(default_factory=list)
     breakdowns: dict[str, dict[str, Group]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    """Bags whose map failed (not in the sums), with the reason."""
 
 
 _TEST_CASE_FIELDS = tuple(f.name for f in fields(TestCase))
@@ -172,35 +173,48 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
     return red
 
 
-def analyse_bag_to_file(bag: str, config_json: str, path: str) -> str:
-    """`analyse_bag`, written as JSON to ``path``; returns the path (workers exchange only file names)."""
-    Path(path).write_text(json.dumps(analyse_bag(bag, config_json)), encoding="utf-8")
-    return path
+def analyse_bag_json(bag: str, config_json: str) -> str:
+    """`analyse_bag` as JSON text: the map task every executor runs (the partial travels back as data)."""
+    return json.dumps(analyse_bag(bag, config_json))
+
+
+@dataclass(frozen=True)
+class MapResult:
+    """The partials of the bags that could be read (input order) and, per bag that could not, the reason."""
+
+    partials: list[dict[str, Any]]
+    failed: dict[str, str]
 
 
 def map_bags(
     bags: Sequence[Path],
     cfg: EvaluateConfig,
     partial_dir: Path,
-    jobs: int = 1,
+    executor: ExecutorConfig | None = None,
     on_done: Callable[[str], None] | None = None,
-) -> list[dict[str, Any]]:
-    """Run the map over the bags (``jobs`` worker processes) and read the partials back, in input order."""
+) -> MapResult:
+    """Run the map over the bags on ``executor`` (default: ``cfg.executor``); partials in input order.
+
+    Each partial is also written to ``partial_dir`` (for inspection). A bag whose task fails (unreadable,
+    truncated, its worker died after every retry) is left out of the partials and named in ``failed``.
+    """
+    executor = executor or cfg.executor
     partial_dir.mkdir(parents=True, exist_ok=True)
     config_json = cfg.model_dump_json()
     names = [str(b) for b in bags]
-    paths = [str(partial_dir / f"{i:05d}_{Path(n).name}.json") for i, n in enumerate(names)]
-    if jobs <= 1 or len(names) <= 1:
-        for name, path in zip(names, paths, strict=True):
-            analyse_bag_to_file(name, config_json, path)
-            if on_done is not None:
-                on_done(name)
-    else:
-        workers = min(jobs, len(names), os.cpu_count() or 1)
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
-            futures = [pool.submit(analyse_bag_to_file, n, config_json, p) for n, p in zip(names, paths, strict=True)]
-            for name, future in zip(names, futures, strict=True):
-                future.result()
-                if on_done is not None:
-                    on_done(name)
-    return [json.loads(Path(p).read_text(encoding="utf-8")) for p in paths]
+
+    def done(out: Outcome) -> None:
+        if on_done is not None:
+            on_done(names[out.index])
+
+    outcomes = run_tasks(analyse_bag_json, [(n, config_json) for n in names], executor, done)
+    partials, failed = [], {}
+    for out in outcomes:
+        name = names[out.index]
+        if not out.ok:
+            failed[name] = out.error or "failed"
+            continue
+        path = partial_dir / f"{out.index:05d}_{Path(name).name}.json"
+        path.write_text(out.value, encoding="utf-8")
+        partials.append(json.loads(out.value))
+    return MapResult(partials, failed)

@@ -12,6 +12,7 @@ from perception_safety.evaluation.confusion.config import ConfusionConfig
 from perception_safety.evaluation.pcd.compute import PCDConfig
 from perception_safety.evaluation.requirements.config import KnownNames, Requirement, check_names
 from perception_safety.evaluation.returns import ReturnsConfig
+from perception_safety.executors.config import ExecutorConfig
 from perception_safety.io.bag import BagConfig
 from perception_safety.io.config import ConfigError, load_yaml, model_from_mapping, quote_value
 from perception_safety.monitors.config import MonitorsConfig
@@ -74,6 +75,8 @@ class EvaluateConfig(BaseModel):
     returns: ReturnsConfig = ReturnsConfig()
     requirements: list[Requirement] = Field(default_factory=list)
     """What the numbers must meet (docs/requirements.md); `evaluate --check` exits 3 unless all pass."""
+    executor: ExecutorConfig = ExecutorConfig()
+    """Where the map runs (``--executor``, ``--jobs``, ``--ray-address`` override it)."""
     base_dir: str = "."
     """Folder that relative spec paths are resolved against (set to the config file's folder on load)."""
 

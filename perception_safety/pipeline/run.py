@@ -50,7 +50,7 @@ def run_evaluate(
     cfg: EvaluateConfig,
     config_text: str,
     out: Path,
-    jobs: int = 1,
+    jobs: int | None = None,
     console: Console | None = None,
     episode_logs: Sequence[str | Path] = (),
     include_perfect: bool = False,
@@ -59,9 +59,13 @@ def run_evaluate(
     """Run everything the config asks for on the bags found in ``inputs``; writes results and report.
 
     Perfect-perception (f*) bags found in a folder are left out unless ``include_perfect`` (io.bag_inputs).
+    The map runs on ``cfg.executor`` (``jobs``, when given, overrides its job count); a bag that cannot be read
+    is reported in the data-quality section and the rest are evaluated.
     """
     console = console or Console(stderr=True)
     check_requirement_names(cfg, "config")
+    if jobs is not None:
+        cfg = cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"jobs": jobs})})
     out.mkdir(parents=True, exist_ok=True)
     found = select_bags(inputs, include_perfect)
     bags = used(found)
@@ -71,11 +75,13 @@ def run_evaluate(
     t0 = time.perf_counter()
     with progress_bar(console) as bar:
         task = bar.add_task("reading bags", total=len(bags))
-        partials = map_bags(bags, cfg, out / "partials", jobs, on_done=lambda _: bar.advance(task))
-    red = reduce_partials(partials, cfg)
+        mapped = map_bags(bags, cfg, out / "partials", on_done=lambda _: bar.advance(task))
+    red = reduce_partials(mapped.partials, cfg)
+    red.failed = mapped.failed
     t1 = time.perf_counter()
     if red.frames == 0:
         lines = [f"  {b}: {r}" for b, r in red.read_reports.items()]
+        lines += [f"  {b}: not readable: {reason}" for b, reason in red.failed.items()]
         raise NothingUsableError("no usable frame in any input:\n" + "\n".join(lines))
     report = Report("perception_safety evaluation", f"{len(bags)} bag(s), {red.frames} frames")
     prov = provenance(config_text, found, episode_logs, hash_mode)
@@ -98,7 +104,7 @@ def run_evaluate(
                 for b in found
             ],
             "frames": red.frames,
-            "data_quality": red.read_reports,
+            "data_quality": quality.data_quality(bags, red),
         },
         report=report,
     )

@@ -57,11 +57,20 @@ class ReplayStats:
 
 
 def message_class(msgtype: str, topic: str = "") -> Any:
-    """``pkg/msg/Name`` -> the rclpy message class (the package's Python bindings must be installed)."""
+    """``pkg/msg/Name`` -> the rclpy message class, for types of the package's type store only.
+
+    A type name read from a bag is looked up in `ros2_typestore` first: a name it does not hold is refused
+    before anything is imported (a bag must never make us import a module it names).
+    """
+    from perception_safety.io.typestore import ros2_typestore
+
+    store = ros2_typestore()
+    if msgtype not in store.fielddefs:
+        raise ReplayError(f"{topic}: message type {msgtype!r} is not in the type store; not replayed")
+    pkg, kind, name = msgtype.split("/")
     try:
-        pkg, kind, name = msgtype.split("/")
         return getattr(importlib.import_module(f"{pkg}.{kind}"), name)
-    except (ValueError, ImportError, AttributeError) as exc:
+    except (ImportError, AttributeError) as exc:
         raise ReplayError(f"{topic}: message type {msgtype!r} is not available to rclpy: {exc}") from exc
 
 

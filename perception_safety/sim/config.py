@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from perception_safety.detectors.config import HOGConfig
 from perception_safety.evaluation.returns import E1Config, ReturnsConfig
+from perception_safety.executors.config import ExecutorConfig
 from perception_safety.io.bag import BagTopics
 from perception_safety.sim.builtin import BuiltinConfig
 from perception_safety.sim.carla_backend import CarlaConfig
@@ -27,10 +28,14 @@ class PerturbationSpec(_Strict):
     levels: tuple[int, ...] | None = None
 
 
+SAFE_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+"""Names that become parts of file names (episode ids): letters, digits, ``_ . -``; no path separators."""
+
+
 class ScenarioVariant(_Strict):
     """A named variant of ``scenario``: keys given in ``overrides`` replace the base values (deep merge)."""
 
-    name: str = "crossing"
+    name: str = Field(default="crossing", pattern=SAFE_NAME, description="part of episode ids and file names")
     overrides: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -108,6 +113,9 @@ class EpisodesConfig(_Strict):
     latch_brake: bool = Field(default=True, description="once braking, the ego keeps braking (emergency stop)")
     end_when_stopped: bool = Field(
         default=True, description="a rollout ends when the ego has stopped or collided (paper: the episode ends)"
+    )
+    executor: ExecutorConfig = Field(
+        default_factory=ExecutorConfig, description="where episodes run (--executor/--jobs/--ray-address override)"
     )
 
 

@@ -18,7 +18,6 @@ import json
 import shutil
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from perception_safety.evaluation.returns import (
     e1_metrics,
     e2_metrics,
 )
+from perception_safety.executors import ExecutorConfig, Outcome, run_tasks
 from perception_safety.io.config import load_model
 from perception_safety.io.episode_log import ROLLOUTS, EpisodeLogWriter, EpisodeStep, read_episode_log
 from perception_safety.io.image_codec import jpeg_roundtrip
@@ -388,8 +388,18 @@ def _focal(scen: ScenarioConfig) -> float:
 # ------------------------------------------------------------------------------------ files
 
 
+def inside(out: Path, *parts: str) -> Path:
+    """``out/parts...``, refused when a part would lead outside ``out`` (names come from config files)."""
+    path = out.joinpath(*parts)
+    if any(p in ("", ".", "..") or "/" in p or "\\" in p for p in parts) or not path.resolve().is_relative_to(
+        out.resolve()
+    ):
+        raise EpisodeRunError(f"{'/'.join(parts)!r}: not a plain name inside {out}; refusing to write outside it")
+    return path
+
+
 def episode_log_path(out: Path, spec: EpisodeSpec) -> Path:
-    return out / LOGS_DIR / f"{spec.episode_id}.jsonl"
+    return inside(out, LOGS_DIR, f"{spec.episode_id}.jsonl")
 
 
 def episode_meta(spec: EpisodeSpec, backend: str, roll: _Rollout) -> dict[str, Any]:
@@ -425,7 +435,7 @@ def write_episode(
     """Write the episode's bags and log under temporary names, then rename: the log appears last and whole."""
     log = episode_log_path(out, spec)
     tmp_log = log.with_name(f".{log.name}.tmp")
-    bag_dir = out / BAGS_DIR / spec.episode_id
+    bag_dir = inside(out, BAGS_DIR, spec.episode_id)
     tmp_bags = bag_dir.with_name(f".{bag_dir.name}.tmp")
     for stale in (tmp_log, tmp_bags, bag_dir):
         _remove(stale)
@@ -463,19 +473,24 @@ def _remove(path: Path) -> None:
 # ------------------------------------------------------------------------------------ sweep
 
 
-_WORKER: EpisodeEngine | None = None
+_ENGINES: dict[str, EpisodeEngine] = {}
 
 
-def _worker_init(cfg: EpisodesConfig, backend: str, monitors: MonitorsConfig) -> None:
-    global _WORKER
-    _WORKER = EpisodeEngine(cfg, backend, monitors)
+def _episode_task(
+    cfg: EpisodesConfig, backend: str, monitors: MonitorsConfig, spec: EpisodeSpec, out: str
+) -> dict[str, float]:
+    """One episode in a worker (local process or Ray task): run it, write its files under ``out``, return times.
 
-
-def _worker_run(spec: EpisodeSpec, out: str) -> dict[str, float]:
-    assert _WORKER is not None
-    rollouts, times = _WORKER.run(spec)
+    The engine (renderer caches, detector model) is kept per worker process between the episodes it runs.
+    """
+    key = json.dumps([cfg.model_dump(mode="json"), backend, monitors.model_dump(mode="json")], sort_keys=True)
+    engine = _ENGINES.get(key)
+    if engine is None:
+        _ENGINES.clear()
+        engine = _ENGINES[key] = EpisodeEngine(cfg, backend, monitors)
+    rollouts, times = engine.run(spec)
     t0 = time.perf_counter()
-    write_episode(Path(out), spec, rollouts, _WORKER.cfg, _WORKER.backend_name)
+    write_episode(Path(out), spec, rollouts, cfg, backend)
     times.record += time.perf_counter() - t0
     return times.as_dict()
 
@@ -498,7 +513,7 @@ SWEEP_CONFIG_FILE = "sweep_config.json"
 
 def sweep_fingerprint(cfg: EpisodesConfig, monitors: MonitorsConfig, backend: str) -> dict[str, Any]:
     """Everything that decides an episode's content (the monitors' file path itself excluded)."""
-    episodes = cfg.model_dump(mode="json", exclude={"monitors_file"})
+    episodes = cfg.model_dump(mode="json", exclude={"monitors_file", "executor"})
     return {"backend": backend, "episodes": episodes, "monitors": monitors.model_dump(mode="json")}
 
 
@@ -534,9 +549,16 @@ def run_sweep(
     resume: bool = False,
     monitors: MonitorsConfig | None = None,
     progress: Callable[[int, int, str], None] | None = None,
+    executor: ExecutorConfig | None = None,
 ) -> SweepReport:
-    """Run every planned episode not yet finished (with ``resume``), then compute SG/RH/AC into results.json."""
+    """Run every planned episode not yet finished (with ``resume``), then compute SG/RH/AC into results.json.
+
+    With ``jobs`` > 1 or a Ray ``executor``, each episode is one task (local worker process or Ray task) that
+    writes its files under ``out`` (on a cluster: a folder every worker can write, e.g. a shared filesystem).
+    An episode whose task fails is named in the error raised after the others finished (``--resume`` reruns it).
+    """
     out = Path(out)
+    executor = executor or ExecutorConfig(jobs=max(jobs, 1))
     monitors = monitors or MonitorsConfig()
     specs = plan_episodes(cfg)
     logs_dir = out / LOGS_DIR
@@ -557,7 +579,7 @@ def run_sweep(
     if progress:
         progress(len(specs) - len(todo), len(specs), "")
     finished = len(specs) - len(todo)
-    if todo and (jobs <= 1 or backend == "carla"):
+    if todo and executor.kind == "local" and (executor.jobs <= 1 or backend == "carla"):
         engine = EpisodeEngine(cfg, backend, monitors)
         try:
             for spec in todo:
@@ -572,22 +594,24 @@ def run_sweep(
         finally:
             engine.close()
     elif todo:
-        with ProcessPoolExecutor(max_workers=jobs, initializer=_worker_init, initargs=(cfg, backend, monitors)) as pool:
-            pending: set[Future[dict[str, float]]] = set()
-            names: dict[Future[dict[str, float]], str] = {}
-            for spec in todo:
-                fut = pool.submit(_worker_run, spec, str(out))
-                pending.add(fut)
-                names[fut] = spec.episode_id
-            while pending:
-                complete, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in complete:
-                    part = fut.result()
-                    t = StageTimes(**{k: (int(v) if k in ("frames", "perturbed") else v) for k, v in part.items()})
-                    times.add(t)
-                    finished += 1
-                    if progress:
-                        progress(finished, len(specs), names[fut])
+        failed: list[str] = []
+
+        def done(o: Outcome) -> None:
+            nonlocal finished
+            spec = todo[o.index]
+            if o.ok:
+                part = {k: (int(v) if k in ("frames", "perturbed") else v) for k, v in o.value.items()}
+                times.add(StageTimes(**part))
+            else:
+                failed.append(f"{spec.episode_id}: {o.error}")
+            finished += 1
+            if progress:
+                progress(finished, len(specs), spec.episode_id)
+
+        run_tasks(_episode_task, [(cfg, backend, monitors, spec, str(out.resolve())) for spec in todo], executor, done)
+        if failed:
+            lines = "\n  ".join(failed)
+            raise EpisodeRunError(f"{len(failed)} episode(s) failed (others kept; --resume reruns these):\n  {lines}")
     results = summarize(out, specs, cfg)
     results_path = out / RESULTS_FILE
     tmp = results_path.with_name(f".{RESULTS_FILE}.tmp")

@@ -103,17 +103,22 @@ def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
     assert "Summary" in html and "data:image/png;base64," in html
 
 
-def test_one_and_two_jobs_give_identical_results(recorded_bags, tmp_path):
-    """The map runs in worker processes with --jobs 2; verification only sees the reduced matrices, so it is left
-    out here to keep the test short (its equality with direct calls is the test above)."""
+def test_one_and_two_jobs_and_ray_give_identical_results(recorded_bags, ray_cluster, tmp_path):
+    """The map runs in worker processes with --jobs 2 and as Ray tasks with --executor ray (the session's local
+    Ray instance); verification only sees the reduced matrices, so it is left out here to keep the test short
+    (its equality with direct calls is the test above)."""
     root, _, full_config = recorded_bags
     config = tmp_path / "evaluate.yaml"
     config.write_text(full_config.read_text().replace("verification, bbsl, returns]", "bbsl]"))
-    one = tmp_path / "one"
-    two = tmp_path / "two"
+    one, two, ray = tmp_path / "one", tmp_path / "two", tmp_path / "ray"
     evaluate(root, config, one, jobs=1)
     evaluate(root, config, two, jobs=2)
+    assert main(["evaluate", str(root), "--config", str(config), "--out", str(ray), "--executor", "ray"]) == 0
+    partials = [sorted((d / "partials").iterdir()) for d in (one, ray)]
+    assert [p.name for p in partials[0]] == [p.name for p in partials[1]] and len(partials[0]) == 3
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(*partials, strict=True))
     assert without_date(one / "results.json") == without_date(two / "results.json")
+    assert without_date(one / "results.json") == without_date(ray / "results.json")
 
 
 def without_date(path):

@@ -14,8 +14,28 @@ def test_message_class_imports_rclpy_types():
     from vision_msgs.msg import Detection2DArray
 
     assert message_class("vision_msgs/msg/Detection2DArray") is Detection2DArray
-    with pytest.raises(ReplayError, match="/x: message type 'nope_msgs/msg/Thing' is not available"):
+    with pytest.raises(ReplayError, match="/x: message type 'nope_msgs/msg/Thing' is not in the type store"):
         message_class("nope_msgs/msg/Thing", "/x")
+
+
+def test_a_bag_never_makes_replay_import_a_module_it_names(tmp_path, capsys):
+    """Issue 19 item 9: a topic typed ``this/msg/Foo`` used to import the module ``this`` (the Zen of Python)."""
+    import sys
+
+    from rosbags.rosbag2 import Writer
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.EMPTY)
+    store.register(get_types_from_msg("int32 x", "this/msg/Foo"))
+    bag = tmp_path / "hostile"
+    with Writer(bag, version=9) as w:
+        conn = w.add_connection("/foo", "this/msg/Foo", typestore=store)
+        w.write(conn, 1, store.serialize_cdr(store.types["this/msg/Foo"](x=1), "this/msg/Foo"))
+    sys.modules.pop("this", None)
+    assert main(["replay", str(bag), "--fast", "--wait-subscribers", "0"]) == 2
+    out = capsys.readouterr()
+    assert "/foo: message type 'this/msg/Foo' is not in the type store" in out.err
+    assert "this" not in sys.modules and "Beautiful is better than ugly" not in out.out
 
 
 def test_cli_reports_a_missing_bag(tmp_path, capsys):
