@@ -7,7 +7,14 @@ then, in the same run:
 - map: `analyse_bag` (frames assembled + confusion matrices + PCD samples + BBSL test cases);
 - full: the whole `evaluate` job (map + reduce + PCD fit + Storm verification + plots + HTML report).
 
-Usage: python benchmarks/bench_evaluate.py [--frames 2000] [--repeat 3] [--keep DIR]
+Executors (`--bags K`, K bags of `--bag-frames` frames each, the same bags and config for every row): the map
+of all bags with local `--jobs 1`, local `--jobs 2`, and Ray tasks on a Ray instance started here with 1 and with
+2 CPUs. Each is run twice (cold: fresh worker processes; warm: Ray's workers reused); Ray's overhead per bag
+is (Ray 1 CPU - local 1 job) / K, given as a share of the local time per bag; the fleet projection divides
+an hour by the measured cost per bag on one worker.
+
+Usage: python benchmarks/bench_evaluate.py [--frames 2000] [--repeat 3] [--bags 4] [--bag-frames 500]
+       [--executors-only]
 """
 
 from __future__ import annotations
@@ -27,9 +34,11 @@ from conftest import SMALL_CONFIG, scene_frames
 from rosbags.rosbag2 import Reader
 
 from perception_safety.core import Frame
+from perception_safety.executors import ExecutorConfig
+from perception_safety.executors.ray_tasks import connect
 from perception_safety.io.bag import write_frames
 from perception_safety.io.typestore import ros2_typestore
-from perception_safety.pipeline.evaluate import analyse_bag
+from perception_safety.pipeline.evaluate import analyse_bag, map_bags
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
 from perception_safety.pipeline.run import run_evaluate
 
@@ -67,13 +76,68 @@ def best(fn, repeat: int) -> float:
     return min(times)
 
 
+def _map_seconds(bags: list[Path], cfg, executor: ExecutorConfig, out: Path) -> float:
+    t = time.perf_counter()
+    res = map_bags(bags, cfg, out, executor)
+    assert not res.failed, res.failed
+    return time.perf_counter() - t
+
+
+def executors(tmp: Path, n_bags: int, frames: int, cfg) -> None:
+    """The same bags mapped on every executor; Ray overhead per bag and a fleet projection."""
+    bags = []
+    t = time.perf_counter()
+    for k in range(n_bags):
+        bags.append(tmp / f"fleet{k}")
+        make_bag(bags[-1], frames)
+    print(f"\nexecutors: {n_bags} bags x {frames} VGA frames written in {time.perf_counter() - t:.1f} s")
+    rows: list[tuple[str, float, float]] = []
+    for name, ex in (("local --jobs 1", ExecutorConfig(jobs=1)), ("local --jobs 2", ExecutorConfig(jobs=2))):
+        cold = _map_seconds(bags, cfg, ex, tmp / "p")
+        warm = _map_seconds(bags, cfg, ex, tmp / "p")
+        rows.append((name, cold, warm))
+    for cpus in (1, 2):
+        ex = ExecutorConfig(kind="ray", jobs=cpus, memory_mb=1024)
+        t = time.perf_counter()
+        close = connect(ex)
+        start = time.perf_counter() - t
+        try:
+            cold = _map_seconds(bags, cfg, ex, tmp / "p")
+            warm = _map_seconds(bags, cfg, ex, tmp / "p")
+        finally:
+            close()
+        rows.append((f"ray, {cpus} CPU(s) (instance start {start:.1f} s, not counted)", cold, warm))
+    base = rows[0][2]
+    print(f"{'map of all bags':<58}{'cold s':>8}{'warm s':>8}{'s/bag':>8}{'vs local1':>10}")
+    for name, cold, warm in rows:
+        print(f"{name:<58}{cold:8.2f}{warm:8.2f}{warm / n_bags:8.3f}{warm / base:10.2f}")
+    local_bag = base / n_bags
+    ray_bag = rows[2][2] / n_bags
+    overhead = ray_bag - local_bag
+    print(f"Ray overhead per bag ({frames} frames): {overhead * 1000:+.0f} ms = {100 * overhead / local_bag:+.1f} % "
+          f"of the local time per bag ({local_bag:.3f} s); cold first run: "
+          f"{100 * (rows[2][1] - rows[0][1]) / rows[0][1]:+.1f} %")
+    per_hour = 3600.0 / ray_bag
+    print(f"fleet projection: one Ray worker (1 CPU) maps {per_hour:.0f} bags/h of {frames} frames "
+          f"({per_hour * frames / 3600:.0f} frames/s); N workers ~ N x that while storage keeps up "
+          f"(2 CPUs here: {rows[2][2] / rows[3][2]:.2f}x of 1 CPU)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--bags", type=int, default=4, help="bags for the executor comparison")
+    ap.add_argument("--bag-frames", type=int, default=500, help="frames per bag for the executor comparison")
+    ap.add_argument("--executors-only", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_evaluate_"))
     try:
+        if args.executors_only:
+            cfg_file = tmp / "evaluate.yaml"
+            cfg_file.write_text(SMALL_CONFIG)
+            executors(tmp, args.bags, args.bag_frames, load_evaluate_config(cfg_file)[0])
+            return
         bag = tmp / "bag"
         t = time.perf_counter()
         make_bag(bag, args.frames)
@@ -100,6 +164,7 @@ def main() -> None:
         ):
             print(f"{name:<58}{s:8.3f}{n / s:11.0f}{s / a:8.2f}{s / b:8.2f}")
         print(f"analysis overhead of the map on top of read B: {100 * (m - b) / b:.0f} %")
+        executors(tmp, args.bags, args.bag_frames, cfg)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 class ExecutorConfig(BaseModel):
     """Section ``executor`` (``evaluate``'s config) or key ``episodes.executor``; CLI flags override it."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     kind: Literal["local", "ray"] = Field(default="local", description="local processes or Ray tasks")
     jobs: int = Field(

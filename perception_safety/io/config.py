@@ -25,7 +25,7 @@ MAX_DEPTH = 200
 KNOWN_SECTIONS = frozenset(
     {
         "evaluate", "bags", "confusion", "pcd", "verification", "bbsl", "monitors", "returns", "episodes",
-        "requirements", "safety_monitor", "bbsl_monitor", "returns_logger", "online", "detector",
+        "requirements", "safety_monitor", "bbsl_monitor", "returns_logger", "online", "detector", "executor",
     }
 )  # fmt: skip
 """Top-level sections the package's configs use; a near miss of one of them is reported as a typo."""

@@ -13,19 +13,24 @@ from __future__ import annotations
 import math
 import queue
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from perception_safety.core.types import EgoState, GroundTruthObject
 from perception_safety.errors import PerceptionSafetyError
+from perception_safety.executors.slots import SlotUnavailableError
 from perception_safety.sim.camera import Intrinsics, project_cuboid
 from perception_safety.sim.scenario import Control, Observation, ScenarioConfig
 
 
 class CarlaBackendError(PerceptionSafetyError):
     """The CARLA server is unreachable or refused part of the scenario set-up."""
+
+
+class CarlaServerUnavailableError(CarlaBackendError, SlotUnavailableError):
+    """No CARLA server answered: with a pool of servers, the episode is run on another one."""
 
 
 class CarlaConfig(BaseModel):
@@ -35,6 +40,10 @@ class CarlaConfig(BaseModel):
 
     host: str = "localhost"
     port: int = Field(default=2000, ge=1, le=65535)
+    servers: tuple[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.\-\[\]:]+:[0-9]{1,5}$")], ...] = Field(
+        default=(), description="a pool of servers as HOST:PORT (then host/port are unused): one episode per "
+        "server at a time; a server that stops answering is dropped and its episode run on another"
+    )
     timeout_s: float = Field(default=10.0, gt=0.0)
     map: str = Field(default="Town01", description="loaded when the server runs another map; '' keeps the current")
     ego_spawn_index: int = Field(default=0, ge=0, description="index into the map's recommended spawn points")
@@ -188,7 +197,7 @@ def connect(cfg: CarlaConfig, keys: str = "episodes.carla.host/port/timeout_s") 
     try:
         world = client.get_world()
     except RuntimeError as exc:
-        raise CarlaBackendError(
+        raise CarlaServerUnavailableError(
             f"no CARLA server answered at {cfg.host}:{cfg.port} within the {cfg.timeout_s:g} s timeout "
             f"({keys}). Start the CARLA simulator first, e.g. "
             f"'./CarlaUE4.sh -RenderOffScreen -carla-rpc-port={cfg.port}' (CARLA 0.9.x) on that host, "

@@ -14,6 +14,7 @@ on CARLA they run one after another on the server.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import time
@@ -495,6 +496,27 @@ def _episode_task(
     return times.as_dict()
 
 
+def _carla_episode_task(
+    server: str, cfg: EpisodesConfig, monitors: MonitorsConfig, spec: EpisodeSpec, out: str
+) -> dict[str, float]:
+    """`_episode_task` on the CARLA server ``HOST:PORT`` of the pool; a server that stops answering (the carla
+    client raises RuntimeError on its time-outs) makes the episode go to another server."""
+    from perception_safety.executors.slots import SlotUnavailableError
+
+    host, port = server.rsplit(":", 1)
+    carla = cfg.carla.model_copy(update={"host": host.strip("[]"), "port": int(port), "servers": ()})
+    try:
+        return _episode_task(cfg.model_copy(update={"carla": carla}), "carla", monitors, spec, out)
+    except (SlotUnavailableError, RuntimeError) as exc:
+        for engine in _ENGINES.values():
+            with contextlib.suppress(Exception):  # the server is gone; nothing left to restore
+                engine.close()
+        _ENGINES.clear()
+        if isinstance(exc, SlotUnavailableError):
+            raise
+        raise SlotUnavailableError(f"CARLA server {server} stopped answering: {exc}") from exc
+
+
 @dataclass
 class SweepReport:
     """What a sweep did: episodes run and skipped, stage times, the results file."""
@@ -513,7 +535,7 @@ SWEEP_CONFIG_FILE = "sweep_config.json"
 
 def sweep_fingerprint(cfg: EpisodesConfig, monitors: MonitorsConfig, backend: str) -> dict[str, Any]:
     """Everything that decides an episode's content (the monitors' file path itself excluded)."""
-    episodes = cfg.model_dump(mode="json", exclude={"monitors_file", "executor"})
+    episodes = cfg.model_dump(mode="json", exclude={"monitors_file": True, "executor": True, "carla": {"servers"}})
     return {"backend": backend, "episodes": episodes, "monitors": monitors.model_dump(mode="json")}
 
 
@@ -579,7 +601,8 @@ def run_sweep(
     if progress:
         progress(len(specs) - len(todo), len(specs), "")
     finished = len(specs) - len(todo)
-    if todo and executor.kind == "local" and (executor.jobs <= 1 or backend == "carla"):
+    pool = backend == "carla" and bool(cfg.carla.servers)
+    if todo and not pool and executor.kind == "local" and (executor.jobs <= 1 or backend == "carla"):
         engine = EpisodeEngine(cfg, backend, monitors)
         try:
             for spec in todo:
@@ -594,24 +617,7 @@ def run_sweep(
         finally:
             engine.close()
     elif todo:
-        failed: list[str] = []
-
-        def done(o: Outcome) -> None:
-            nonlocal finished
-            spec = todo[o.index]
-            if o.ok:
-                part = {k: (int(v) if k in ("frames", "perturbed") else v) for k, v in o.value.items()}
-                times.add(StageTimes(**part))
-            else:
-                failed.append(f"{spec.episode_id}: {o.error}")
-            finished += 1
-            if progress:
-                progress(finished, len(specs), spec.episode_id)
-
-        run_tasks(_episode_task, [(cfg, backend, monitors, spec, str(out.resolve())) for spec in todo], executor, done)
-        if failed:
-            lines = "\n  ".join(failed)
-            raise EpisodeRunError(f"{len(failed)} episode(s) failed (others kept; --resume reruns these):\n  {lines}")
+        _run_parallel(todo, specs, cfg, backend, monitors, out, executor, times, progress, finished)
     results = summarize(out, specs, cfg)
     results_path = out / RESULTS_FILE
     tmp = results_path.with_name(f".{RESULTS_FILE}.tmp")
@@ -620,6 +626,46 @@ def run_sweep(
     return SweepReport(
         len(specs), len(todo), len(specs) - len(todo), time.perf_counter() - t_start, times, results_path, results
     )
+
+
+def _run_parallel(
+    todo: list[EpisodeSpec],
+    specs: list[EpisodeSpec],
+    cfg: EpisodesConfig,
+    backend: str,
+    monitors: MonitorsConfig,
+    out: Path,
+    executor: ExecutorConfig,
+    times: StageTimes,
+    progress: Callable[[int, int, str], None] | None,
+    finished: int,
+) -> None:
+    """One task per episode (local workers or Ray; with a CARLA server pool, one episode per server at a time)."""
+    failed: list[str] = []
+
+    def done(o: Outcome) -> None:
+        nonlocal finished
+        spec = todo[o.index]
+        if o.ok:
+            part = {k: (int(v) if k in ("frames", "perturbed") else v) for k, v in o.value.items()}
+            times.add(StageTimes(**part))
+        else:
+            failed.append(f"{spec.episode_id}: {o.error}")
+        finished += 1
+        if progress:
+            progress(finished, len(specs), spec.episode_id)
+
+    target = str(out.resolve())
+    if backend == "carla" and cfg.carla.servers:
+        from perception_safety.executors.slots import run_on_slots
+
+        tasks = [(cfg, monitors, spec, target) for spec in todo]
+        run_on_slots(_carla_episode_task, tasks, cfg.carla.servers, executor, done)
+    else:
+        run_tasks(_episode_task, [(cfg, backend, monitors, spec, target) for spec in todo], executor, done)
+    if failed:
+        lines = "\n  ".join(failed)
+        raise EpisodeRunError(f"{len(failed)} episode(s) failed (others kept; --resume reruns these):\n  {lines}")
 
 
 # ------------------------------------------------------------------------------------ SG/RH/AC
