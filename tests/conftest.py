@@ -17,6 +17,7 @@ os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(1, 101)
 os.environ["ROS_LOG_DIR"] = tempfile.mkdtemp(prefix="perception_safety_roslog_")
 os.environ.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
 os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray instances started here: loopback only
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
@@ -50,7 +51,10 @@ def ray_cluster() -> str:
         logging_level=logging.WARNING,
     )
     try:
-        yield ray.get_runtime_context().gcs_address
+        gcs = ray.get_runtime_context().gcs_address
+        assert gcs.startswith("127.0.0.1:"), f"the test Ray instance must listen on loopback only, got {gcs}"
+        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}
+        yield gcs
     finally:
         ray.shutdown()
         shutil.rmtree(temp, ignore_errors=True)

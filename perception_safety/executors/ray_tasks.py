@@ -10,7 +10,9 @@ worker: a shared filesystem.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -19,8 +21,14 @@ from perception_safety.executors.base import ExecutorError, OnDone, Outcome, cal
 from perception_safety.executors.config import ExecutorConfig
 from perception_safety.executors.lifetime import sigterm_interrupts
 
+LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+"""Read by ray at import: "0" makes a node started here take 127.0.0.1 as its address, so every Ray service of
+that instance (GCS, raylet, workers, agents) listens on loopback only (as on a laptop), not on all interfaces."""
 
-def _ray() -> Any:
+
+def _ray(local_instance: bool = False) -> Any:
+    if local_instance and "ray" not in sys.modules:
+        os.environ.setdefault(LOOPBACK_ENV, "0")
     try:
         import ray
     except ImportError as exc:  # pragma: no cover - ray is in requirements.txt
@@ -30,7 +38,7 @@ def _ray() -> Any:
 
 def connect(cfg: ExecutorConfig) -> Callable[[], None]:
     """Connect (or start) as ``cfg`` says; returns the matching clean-up (a no-op when already connected)."""
-    ray = _ray()
+    ray = _ray(local_instance=cfg.ray_address is None)
     if ray.is_initialized():
         return lambda: None
     common: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}

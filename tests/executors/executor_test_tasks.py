@@ -73,3 +73,24 @@ def ray_by_value() -> None:
     from ray import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+def on_server(server: str, folder: str, x: int) -> tuple[str, int]:
+    """Uses ``server`` exclusively (a lock file per server; a second concurrent user fails); ``dead:*`` servers are
+    gone (`SlotUnavailableError`); input 99 is a bad input on any server."""
+    import time
+
+    from perception_safety.executors.slots import SlotUnavailableError
+
+    if server.startswith("dead"):
+        raise SlotUnavailableError(f"{server} does not answer")
+    if x == 99:
+        raise ValueError("bad input 99")
+    lock = Path(folder) / f"{server.replace(':', '_')}.lock"
+    fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY)  # FileExistsError if the server is already in use
+    try:
+        time.sleep(0.05)
+    finally:
+        os.close(fd)
+        lock.unlink()
+    return server, x
