@@ -54,6 +54,9 @@ def run(args: argparse.Namespace) -> int:
     def progress(stats: ReplayStats) -> None:
         say(stats.line())
 
+    from perception_safety.ros.transport import select_profile
+
+    select_profile()  # before rclpy.init: the shared-memory profile that carries 1080p frames, as for the nodes
     context = rclpy.Context()  # own context: works beside an rclpy already initialised in the same process
     rclpy.init(args=None, context=context)
     node = rclpy.create_node(args.node_name, context=context)

@@ -182,7 +182,8 @@ def make_node(name: str = NODE_NAME) -> Any:
             for spec, _ in self.specset.specs:
                 prev = next((s for s in getattr(self, "last_statuses", []) if s.name == f"{self.prefix}{spec}"), None)
                 if stale or prev is None:
-                    out.append(convert.status(f"{self.prefix}{spec}", self.health.stale_as if stale else Level.OK,
+                    # never OK before a detection message was evaluated: the spec is monitoring nothing yet
+                    out.append(convert.status(f"{self.prefix}{spec}", self.health.stale_as if stale else Level.STALE,
                                               "stale: no recent detections" if stale else "waiting for detections",
                                               {}, hw))
                 else:

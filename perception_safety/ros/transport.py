@@ -3,8 +3,9 @@
 Fast DDS's built-in shared-memory segment (512 KB) cannot carry a 6.2 MB 1080p rgb8 frame: on the built-in
 transports `safety_monitor` received 0.3-2 of 30 images/s (FINDINGS §5) while its /diagnostics said OK (issue 19
 item 1). ``config/fastdds_loopback_shm.xml`` (64 MB segment, UDP on loopback only) carried 30 Hz without loss.
-So the nodes started by the package (`run_nodes`: the console scripts, the launch files) set it as the Fast DDS
-default profile unless the environment already names a profile, and report on /diagnostics what is in use.
+So the nodes started by the package (`run_nodes`: the console scripts, the launch files, ``perception-safety
+online``) and ``perception-safety replay`` set it as the Fast DDS default profile unless the environment already
+names a profile, and the nodes report on /diagnostics what is in use.
 
 ``PERCEPTION_SAFETY_DDS_PROFILE`` overrides: a path to another profile, or ``builtin`` for Fast DDS's built-in
 transports (multi-machine set-ups: the shipped profile restricts UDP to the loopback interface).
