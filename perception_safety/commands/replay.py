@@ -31,7 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    "of these topics; frames without a counterpart are skipped and counted")
     p.add_argument("--progress-every", type=float, default=2.0, metavar="S",
                    help="print progress every S seconds (default 2; 0 = only at the end)")
-    p.add_argument("--node-name", default="perception_safety_replay")
+    p.add_argument(
+        "--node-name", default="perception_safety_replay", help="ROS node name of the publisher (default %(default)s)"
+    )
     p.set_defaults(func=run)
 
 
