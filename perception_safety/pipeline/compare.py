@@ -96,13 +96,16 @@ def _pcd(doc: Mapping[str, Any]) -> Iterator[Value]:
         if not isinstance(d, dict) or "pcd" not in d:
             continue
         for key in ("pcd", "mpcd"):
-            if d.get(key) is None:
+            raw = d.get(key)
+            if isinstance(raw, dict):  # {"value", "lower", "upper", "y_t", "p_t"}
+                raw = raw.get("value")
+            if raw is None:
                 continue
             ci = d.get(f"{key}_ci")
             lo, hi = (
                 (ci[0], ci[1]) if isinstance(ci, list | tuple) and len(ci) == 2 and None not in ci else (None, None)
             )
-            yield Value(f"{key.upper()} '{target}' (m)", "pcd", float(d[key]), lo, hi, d.get("n"))
+            yield Value(f"{key.upper()} '{target}' (m)", "pcd", float(raw), lo, hi, d.get("n"))
 
 
 def _verification(doc: Mapping[str, Any]) -> Iterator[Value]:

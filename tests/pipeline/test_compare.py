@@ -40,7 +40,14 @@ def _results(tp: int, gt: int, sg: float, req: str, pcd=(10.0, 8.0, 12.0)) -> di
                 },
             ]
         },
-        "pcd": {"pedestrian": {"pcd": pcd[0], "pcd_ci": [pcd[1], pcd[2]], "mpcd": 5.0, "n": 50}},
+        "pcd": {
+            "pedestrian": {
+                "pcd": {"value": pcd[0], "lower": pcd[1], "upper": pcd[2], "y_t": 0.5, "p_t": 0.5},
+                "pcd_ci": [pcd[1], pcd[2]],
+                "mpcd": 5.0,
+                "n": 50,
+            }
+        },
         "returns": {"E2": {"frames": {"SG": sg, "RH": 0.1, "AC": 0.2, "hazard_f": sg + 0.1, "n": 100}}},
         "requirements": {"items": [{"label": "ped recall", "status": req, "value": tp / gt}]},
         "provenance": {"version": "0.1.0", "git_commit": "abc", "date_utc": "2026-01-01T00:00:00Z"},
