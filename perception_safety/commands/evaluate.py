@@ -85,17 +85,11 @@ def print_requirements(block: dict, console: Console) -> None:
     styles = {"PASS": "green", "FAIL": "bold red", "NOT EVALUATED": "yellow"}
     table = Table(title=f"requirements: {block['overall']}")
     for col in ("verdict", "requirement", "measured", "required", "interval", "n"):
-        wide = col == "requirement"
-        table.add_column(
-            col,
-            justify="right" if col in ("measured", "n") else "left",
-            no_wrap=not wide,
-            min_width=18 if wide else None,
-        )
+        table.add_column(col, justify="right" if col in ("measured", "n") else "left", no_wrap=col == "verdict")
     for v in block["items"]:
         measured = "-" if v["value"] is None else f"{v['value']:.4g}"
-        lo = "-" if v["lower"] is None else f"{v['lower']:.4g}"
-        hi = "-" if v["upper"] is None else f"{v['upper']:.4g}"
+        lo = "-" if v["lower"] is None else f"{v['lower']:.3g}"
+        hi = "-" if v["upper"] is None else f"{v['upper']:.3g}"
         table.add_row(
             Text(v["status"], style=styles[v["status"]]),
             v["label"],
