@@ -53,3 +53,30 @@ def test_cli_rejects_bad_rate_and_unknown_topic(tmp_path, capsys):
     assert "--rate must be > 0" in capsys.readouterr().err
     assert main(["replay", str(bag), "--fast", "--topics", "/nope", "--wait-subscribers", "0"]) == 2
     assert "topic(s) not in the bag: /nope" in capsys.readouterr().err
+
+
+def test_frames_without_a_counterpart_are_skipped_and_counted_never_waited_for(tmp_path, capsys):
+    """Detections without their image (the old recordings: images every 10th frame): with --require the frame
+    is skipped and counted (not published, so never waited for), and progress accounts for every message."""
+    import time
+
+    import numpy as np
+
+    from perception_safety.core.types import Box, Detection, Frame
+    from perception_safety.io.bag import write_frames
+
+    img = np.zeros((4, 6, 3), np.uint8)
+    frames = [Frame(stamp_ns=(k + 1) * 50_000_000, detections=(Detection(Box(0, 0, 2, 2), "car", 0.5),),
+                    image=img if k % 5 == 0 else None) for k in range(10)]
+    bag = tmp_path / "b"
+    write_frames(bag, frames, "mcap")
+    t0 = time.monotonic()
+    rc = main(["replay", str(bag), "--fast", "--wait-subscribers", "0", "--ack-timeout", "0",
+               "--topics", "/camera/image_raw", "/detections", "--require", "/camera/image_raw", "/detections",
+               "--progress-every", "0.01"])
+    assert rc == 0
+    out = capsys.readouterr()
+    assert "published 4 message(s)" in out.out  # frames 0 and 5: image + detections
+    assert "8 frame(s) without a message on every --require topic skipped (/detections: 8)" in out.err
+    assert "replay: 12/12 message(s), 2 group(s)" in out.err  # progress: every message accounted for
+    assert time.monotonic() - t0 < 60
