@@ -87,19 +87,34 @@ def plot_pages(
         cols = min(2, len(chunk))
         rows = math.ceil(len(chunk) / cols)
         fig = Figure(figsize=(cols * size + 1.2, rows * size + 0.4), layout="constrained")
-        axes = fig.subplots(rows, cols, squeeze=False)
-        im = None
-        for idx, ax in enumerate(axes.flat):
-            if idx >= len(chunk):
-                ax.set_axis_off()
-                continue
-            k = chunk[idx]
-            cm = dc.counts(kind, pooled=True) if k is None else dc.counts(kind)[k]
-            im = draw_matrix(ax, cm, dc.labels(kind), _bin_title(dc, kind, k), empty_column, cell_font)
-        if im is not None:
-            fig.colorbar(im, ax=axes, label="P(pred | true)", shrink=0.7)
+        _draw_panels(fig, dc, kind, chunk, rows, cols, empty_column, cell_font, shrink=0.7)
         paths.append(_save(fig, out / f"{kind}_cm_page{page + 1}.png", dpi))
     return paths, skipped
+
+
+def _draw_panels(
+    fig: Figure,
+    dc: DistanceConfusion,
+    kind: Kind,
+    panels: list[int | None],
+    rows: int,
+    cols: int,
+    empty_column: EmptyColumn,
+    fontsize: float | None,
+    shrink: float,
+) -> None:
+    """One heatmap per panel (bin index, None = pooled) on a rows x cols grid, unused axes off, one colour bar."""
+    axes = fig.subplots(rows, cols, squeeze=False)
+    im = None
+    for idx, ax in enumerate(axes.flat):
+        if idx >= len(panels):
+            ax.set_axis_off()
+            continue
+        k = panels[idx]
+        cm = dc.counts(kind, pooled=True) if k is None else dc.counts(kind)[k]
+        im = draw_matrix(ax, cm, dc.labels(kind), _bin_title(dc, kind, k), empty_column, fontsize)
+    if im is not None:
+        fig.colorbar(im, ax=axes, label="P(pred | true)", shrink=shrink)
 
 
 def _bin_title(dc: DistanceConfusion, kind: Kind, k: int | None) -> str:
@@ -145,17 +160,7 @@ def plot_grid(
     n = len(dc.labels(kind))
     size = 1.6 + 0.6 * n
     fig = Figure(figsize=(cols * size + 1.0, rows * size), layout="constrained")
-    axes = fig.subplots(rows, cols, squeeze=False)
-    im = None
-    for idx, ax in enumerate(axes.flat):
-        if idx >= len(panels):
-            ax.set_axis_off()
-            continue
-        k = panels[idx]
-        cm = dc.counts(kind, pooled=True) if k is None else dc.counts(kind)[k]
-        im = draw_matrix(ax, cm, dc.labels(kind), _bin_title(dc, kind, k), empty_column)
-    if im is not None:
-        fig.colorbar(im, ax=axes, label="P(pred | true)", shrink=0.6)
+    _draw_panels(fig, dc, kind, panels, rows, cols, empty_column, None, shrink=0.6)
     fig.suptitle(f"{_TITLES[kind]} confusion matrices by distance (rows predicted, columns true)")
     return _save(fig, Path(path), dpi)
 
