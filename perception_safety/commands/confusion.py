@@ -57,6 +57,12 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also read perfect-perception (f*, ground_truth rollout) bags found in a folder (excluded by default)",
     )
+    p.add_argument(
+        "--include-monitored",
+        action="store_true",
+        help="also read monitored (f+m) rollout bags found in a folder; by default they are listed but excluded, "
+        "since they repeat the perception rollout's frames until the monitor intervenes",
+    )
     p.set_defaults(func=run)
 
 
@@ -72,7 +78,13 @@ def _matrix_file(path: Path) -> bool:
 
 
 def _frames(
-    path: Path, cfg: ConfusionRunConfig, skip_bad: bool, notes: list[str], cfg_name: str, include_perfect: bool = False
+    path: Path,
+    cfg: ConfusionRunConfig,
+    skip_bad: bool,
+    notes: list[str],
+    cfg_name: str,
+    include_perfect: bool = False,
+    include_monitored: bool = False,
 ) -> Iterator[Any]:
     suffix = path.suffix.lower()
     if path.is_file() and suffix in (".jsonl", ".ndjson", ".json"):
@@ -89,7 +101,7 @@ def _frames(
 
         topics = model_from_mapping(cfg.bag, BagTopics, cfg_name, "confusion.bag")
         rep = BagReadReport()
-        found = select_bags([path], include_perfect)
+        found = select_bags([path], include_perfect, include_monitored)
         notes += input_notes(found)
         for bag in used(found):
             yield from _scoped(read_frames(bag, topics, cfg.bag_tolerance_ns, with_images=False, report=rep), bag, cfg)
@@ -165,7 +177,9 @@ def run(args: argparse.Namespace) -> int:
                 acc.add_batch(batch)
         else:
             cfg_name = str(args.config or "defaults")
-            frames = _frames(path, cfg, skip_bad, notes, cfg_name, args.include_perfect_perception)
+            frames = _frames(
+                path, cfg, skip_bad, notes, cfg_name, args.include_perfect_perception, args.include_monitored
+            )
             acc.add_frames(_progress(frames, path.name, show))
         frame_inputs.append(str(path))
     if acc is not None:

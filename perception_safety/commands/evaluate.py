@@ -36,6 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "listed but excluded, since their detections are the ground truth",
     )
     p.add_argument(
+        "--include-monitored",
+        action="store_true",
+        help="also read monitored (f+m) rollout bags found in a folder; by default they are listed but excluded, "
+        "since they repeat the perception rollout's frames until the monitor intervenes",
+    )
+    p.add_argument(
         "--hash",
         choices=("metadata", "full"),
         default="metadata",
@@ -58,7 +64,16 @@ def run(args: argparse.Namespace) -> int:
     cfg, text = load_evaluate_config(args.config)
     cfg = cfg.model_copy(update={"executor": executor_from_args(args, cfg.executor)})
     ev = run_evaluate(
-        args.inputs, cfg, text, args.out, None, console, args.episodes, args.include_perfect_perception, args.hash
+        args.inputs,
+        cfg,
+        text,
+        args.out,
+        None,
+        console,
+        args.episodes,
+        args.include_perfect_perception,
+        args.hash,
+        include_monitored=args.include_monitored,
     )
     out_console = Console()
     print_summary(ev, args.out, out_console)

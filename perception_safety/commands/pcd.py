@@ -46,10 +46,16 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also read perfect-perception (f*, ground_truth rollout) bags found in a folder (excluded by default)",
     )
+    p.add_argument(
+        "--include-monitored",
+        action="store_true",
+        help="also read monitored (f+m) rollout bags found in a folder; by default they are listed but excluded, "
+        "since they repeat the perception rollout's frames until the monitor intervenes",
+    )
     p.set_defaults(func=run)
 
 
-def _load_samples(path: Path, cfg: Any, include_perfect: bool = False):
+def _load_samples(path: Path, cfg: Any, include_perfect: bool = False, include_monitored: bool = False):
     from perception_safety.evaluation.pcd.samples import read_samples_csv, samples_from_frames
 
     s = cfg.samples
@@ -72,7 +78,7 @@ def _load_samples(path: Path, cfg: Any, include_perfect: bool = False):
         from perception_safety.io.bag import read_frames
         from perception_safety.io.bag_inputs import input_notes, select_bags, used
 
-        found = select_bags([path], include_perfect)
+        found = select_bags([path], include_perfect, include_monitored)
         for note in input_notes(found):
             print(f"note: {note}", file=sys.stderr)
         bags = used(found)
@@ -129,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     entries = []
     loaded = []
     for path, label in zip(inputs, labels, strict=True):
-        samples = _load_samples(path, cfg, args.include_perfect_perception)
+        samples = _load_samples(path, cfg, args.include_perfect_perception, args.include_monitored)
         if samples.n == 0:
             raise PerceptionSafetyError(f"{path}: no samples (no ground-truth target passed the class/track filter)")
         res = compute_pcd(samples.x, samples.y, cfg, what=str(path))

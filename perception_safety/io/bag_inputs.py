@@ -5,7 +5,9 @@ A bag's role says what produced its detections: ``perception`` (f, the detector 
 or ``recording`` (anything else). The role comes from the bag's ``metadata.yaml`` ``custom_data``
 (``perception_safety.rollout``, written by the episode runner) or, for older bags, from the runner's folder
 layout ``bags/<episode>/<rollout>``. Bags of f* found inside a folder are excluded by default: evaluating a
-detector on its own ground truth inflates every metric.
+detector on its own ground truth inflates every metric. Monitored (f+m) rollouts found in a folder are excluded
+too: they repeat the perception rollout's frames up to the monitor's first intervention, so reading both counts
+those frames twice (the demo and the docs' numbers are of the perception rollouts).
 
 Conditions (perturbation, level, episode, weather, ...) of a bag come from ``custom_data`` keys
 ``perception_safety.<name>`` and from an optional sidecar ``conditions.yaml`` (a flat mapping) in the bag folder.
@@ -26,6 +28,7 @@ CUSTOM_PREFIX = "perception_safety."
 ROLE_KEY = CUSTOM_PREFIX + "rollout"
 SIDECAR = "conditions.yaml"
 PERFECT = "ground_truth"
+MONITORED = "monitored"
 RECORDING = "recording"
 ROLE_TEXT = {
     "perception": "perception rollout (f, the detector under test)",
@@ -90,8 +93,11 @@ def bag_role(path: Path, conditions: Mapping[str, str]) -> str:
     return RECORDING
 
 
-def select_bags(inputs: Iterable[str | Path], include_perfect: bool = False) -> list[BagInput]:
-    """Every bag of ``inputs`` with its role; f* bags found in a folder are excluded unless ``include_perfect``.
+def select_bags(
+    inputs: Iterable[str | Path], include_perfect: bool = False, include_monitored: bool = False
+) -> list[BagInput]:
+    """Every bag of ``inputs`` with its role; f* (f+m) bags found in a folder are excluded unless ``include_perfect``
+    (``include_monitored``).
 
     A bag named directly is always read (its role is still listed and warned about by the caller).
     """
@@ -109,6 +115,11 @@ def select_bags(inputs: Iterable[str | Path], include_perfect: bool = False) -> 
             excluded = ""
             if role == PERFECT and not named and not include_perfect:
                 excluded = "perfect-perception rollout found in a folder (pass --include-perfect-perception to read it)"
+            elif role == MONITORED and not named and not include_monitored:
+                excluded = (
+                    "monitored rollout found in a folder: it repeats the perception rollout's frames until the "
+                    "monitor intervenes (pass --include-monitored to read it)"
+                )
             out.append(BagInput(bag, role, named, cond, excluded))
     return out
 

@@ -55,10 +55,12 @@ def run_evaluate(
     episode_logs: Sequence[str | Path] = (),
     include_perfect: bool = False,
     hash_mode: HashMode = "metadata",
+    include_monitored: bool = False,
 ) -> Evaluation:
     """Run everything the config asks for on the bags found in ``inputs``; writes results and report.
 
-    Perfect-perception (f*) bags found in a folder are left out unless ``include_perfect`` (io.bag_inputs).
+    Perfect-perception (f*) and monitored (f+m) bags found in a folder are left out unless ``include_perfect`` /
+    ``include_monitored`` (io.bag_inputs).
     The map runs on ``cfg.executor`` (``jobs``, when given, overrides its job count); a bag that cannot be read
     is reported in the data-quality section and the rest are evaluated.
     """
@@ -67,7 +69,7 @@ def run_evaluate(
     if jobs is not None:
         cfg = cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"jobs": jobs})})
     out.mkdir(parents=True, exist_ok=True)
-    found = select_bags(inputs, include_perfect)
+    found = select_bags(inputs, include_perfect, include_monitored)
     bags = used(found)
     if not bags:
         extra = f" ({len(found)} excluded: {found[0].excluded})" if found else ""
@@ -143,15 +145,20 @@ def _conditions_text(b: BagInput) -> str:
 
 def warn_about_inputs(ev: Evaluation, found: Sequence[BagInput]) -> None:
     """Name every input whose role changes what the numbers mean (issue: f* bags silently inflating recall)."""
-    excluded = [b for b in found if b.excluded]
-    if excluded:
-        ev.warn(
-            "inputs",
-            f"{len(excluded)} perfect-perception (f*) bag(s) found in the input folders were NOT read "
-            f"(e.g. {excluded[0].path}); their detections are the ground truth. Pass --include-perfect-perception "
-            "to read them anyway.",
-            "perfect_perception_excluded",
-        )
+    for role, code, why, flag in (
+        ("ground_truth", "perfect_perception_excluded", "their detections are the ground truth",
+         "--include-perfect-perception"),
+        ("monitored", "monitored_excluded", "they repeat the perception rollouts' frames until the monitor intervenes",
+         "--include-monitored"),
+    ):  # fmt: skip
+        excluded = [b for b in found if b.excluded and b.role == role]
+        if excluded:
+            ev.warn(
+                "inputs",
+                f"{len(excluded)} {ROLE_TEXT[role]} bag(s) found in the input folders were NOT read "
+                f"(e.g. {excluded[0].path}); {why}. Pass {flag} to read them anyway.",
+                code,
+            )
     perfect = [b for b in found if b.role == "ground_truth" and not b.excluded]
     if perfect:
         ev.warn(

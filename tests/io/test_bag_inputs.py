@@ -19,11 +19,12 @@ def test_runner_layout_roles_and_exclusion(tmp_path):
         write_frames(root / "000-x" / rollout, _frames())  # no custom data: the folder layout decides
     found = select_bags([root])
     assert [b.role for b in found] == ["ground_truth", "monitored", "perception"]  # sorted paths
-    assert [p.name for p in used(found)] == ["monitored", "perception"]
-    assert "perfect-perception" in found[0].excluded and not found[1].excluded
+    assert [p.name for p in used(found)] == ["perception"]  # f* and f+m found in a folder are listed, not read
+    assert "perfect-perception" in found[0].excluded and "repeats the perception rollout" in found[1].excluded
+    assert [p.name for p in used(select_bags([root], include_monitored=True))] == ["monitored", "perception"]
     assert any("not read" in n for n in input_notes(found))
     # the flag reads it; naming the bag itself reads it too (with a note, not silently)
-    assert len(used(select_bags([root], include_perfect=True))) == 3
+    assert len(used(select_bags([root], include_perfect=True, include_monitored=True))) == 3
     named = select_bags([root / "000-x" / "ground_truth"])
     assert named[0].named and not named[0].excluded
     assert "equal the ground truth" in input_notes(named)[0]
