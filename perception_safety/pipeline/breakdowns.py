@@ -3,13 +3,16 @@
 Attributes of a whole bag (perturbation, level, episode, scenario, weather, ... from the bag's metadata
 ``custom_data`` or its ``conditions.yaml``, io.bag_inputs) need no extra work: the bag's partial is reused
 for its group. ``ego_speed_band`` is per frame (the ego speed, binned by ``evaluate.speed_bands_mps``), so
-the map step accumulates one extra partial per band. A frame without the attribute goes to ``unknown``.
+the map step accumulates one extra partial per band. ``object_size_band`` is per object (box height in pixels,
+binned by ``evaluate.size_bands_px``): each band's partial holds every frame with only the ground-truth objects,
+detections and candidates whose box height falls in the band (COCO-style area ranges, by height), so recall per
+band counts the objects of that size. A frame without the attribute goes to ``unknown``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
@@ -23,6 +26,9 @@ from perception_safety.evaluation.pcd.samples import samples_from_frames
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 
 SPEED_BAND = "ego_speed_band"
+SIZE_BAND = "object_size_band"
+PER_FRAME = {SPEED_BAND: "speed_bands", SIZE_BAND: "size_bands"}
+"""Attributes split inside a bag, and the partial key holding their per-band parts."""
 UNKNOWN = "unknown"
 
 
@@ -55,14 +61,14 @@ def frame_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> di
     return out
 
 
-def speed_band(speed: float | None, edges: Sequence[float]) -> str:
-    """``"[lo, hi) m/s"`` of the ego speed, ``"unknown"`` without an ego state or outside the edges."""
+def speed_band(speed: float | None, edges: Sequence[float], unit: str = "m/s") -> str:
+    """``"[lo, hi) m/s"`` of the ego speed (or any value in ``unit``), ``"unknown"`` when absent or below the edges."""
     if speed is None:
         return UNKNOWN
     for lo, hi in pairwise(edges):
         if lo <= speed < hi:
-            return f"[{lo:g}, {hi:g}) m/s"
-    return f">= {edges[-1]:g} m/s" if speed >= edges[-1] else UNKNOWN
+            return f"[{lo:g}, {hi:g}) {unit}"
+    return f">= {edges[-1]:g} {unit}" if speed >= edges[-1] else UNKNOWN
 
 
 def speed_band_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> dict[str, Any]:
@@ -72,6 +78,30 @@ def speed_band_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) 
     for f in frames:
         groups.setdefault(speed_band(f.ego.speed if f.ego is not None else None, edges), []).append(f)
     return {band: frame_parts(fs, cfg, source) for band, fs in groups.items()}
+
+
+def size_band_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> dict[str, Any]:
+    """`frame_parts` per object-size band: every frame, keeping only the boxes whose height is in the band."""
+    edges = cfg.evaluate.size_bands_px
+
+    def band(box: Any) -> str:
+        return speed_band(box.y_max - box.y_min, edges, "px")
+
+    bands = [speed_band(lo, edges, "px") for lo in edges]  # every band of the edges, '>= last' included
+    out = {}
+    for name in bands:
+        kept = [
+            replace(
+                f,
+                ground_truth=tuple(g for g in f.ground_truth if band(g.box) == name),
+                detections=tuple(d for d in f.detections if band(d.box) == name),
+                candidates=None if f.candidates is None else tuple(c for c in f.candidates if band(c.box) == name),
+            )
+            for f in frames
+        ]
+        if any(f.ground_truth or f.detections for f in kept):
+            out[name] = frame_parts(kept, cfg, source)
+    return out
 
 
 @dataclass
@@ -109,13 +139,13 @@ def reduce_breakdowns(partials: Sequence[Mapping[str, Any]], attributes: Sequenc
     for attr in attributes:
         groups: dict[str, Group] = {}
         for p in partials:
-            if attr == SPEED_BAND:
-                for band, part in p.get("speed_bands", {}).items():
+            if attr in PER_FRAME:
+                for band, part in p.get(PER_FRAME[attr], {}).items():
                     groups.setdefault(band, Group()).add(part, p["bag"])
             else:
                 value = str(p.get("conditions", {}).get(attr, UNKNOWN))
                 groups.setdefault(value, Group()).add(p, p["bag"])
-        if attr == SPEED_BAND:  # bands in speed order, not order of appearance
+        if attr in PER_FRAME:  # bands in value order, not order of appearance
             groups = dict(sorted(groups.items(), key=lambda kv: _band_key(kv[0])))
         out[attr] = groups
     return out

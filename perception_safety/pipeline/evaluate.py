@@ -28,7 +28,15 @@ from perception_safety.executors import ExecutorConfig, Outcome, run_tasks
 from perception_safety.io.bag import BagReadReport, read_frames
 from perception_safety.io.bag_inputs import bag_conditions
 from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings
-from perception_safety.pipeline.breakdowns import SPEED_BAND, Group, frame_parts, reduce_breakdowns, speed_band_parts
+from perception_safety.pipeline.breakdowns import (
+    SIZE_BAND,
+    SPEED_BAND,
+    Group,
+    frame_parts,
+    reduce_breakdowns,
+    size_band_parts,
+    speed_band_parts,
+)
 from perception_safety.pipeline.evaluate_config import STOP_REGION_SPEC, EvaluateConfig
 
 PARTIAL_FORMAT = "perception_safety.partial/1"
@@ -72,6 +80,8 @@ def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
         partial["conditions"] = bag_conditions(Path(bag))
         if SPEED_BAND in cfg.evaluate.breakdowns:
             partial["speed_bands"] = speed_band_parts(frames, cfg, bag)
+        if SIZE_BAND in cfg.evaluate.breakdowns:
+            partial["size_bands"] = size_band_parts(frames, cfg, bag)
     if "verification" in analyses:
         from perception_safety.pipeline.verdicts import verdict_partial
 

@@ -51,9 +51,12 @@ class EvaluateSection(BaseModel):
     breakdowns: list[str] = Field(default_factory=list)
     """Frame attributes to split the confusion and PCD analyses (and SG/RH/AC, by episode meta) by: bag
     conditions (``perturbation``, ``level``, ``episode``, ``scenario``, ``weather``, ... from the bag's metadata
-    custom_data or its ``conditions.yaml``) and ``ego_speed_band`` (bands of ``speed_bands_mps``)."""
+    custom_data or its ``conditions.yaml``), ``ego_speed_band`` (bands of ``speed_bands_mps``, per frame) and
+    ``object_size_band`` (bands of ``size_bands_px``, the box height, per object)."""
     speed_bands_mps: list[float] = Field(default_factory=lambda: [0.0, 2.0, 5.0, 10.0, 20.0], min_length=2)
     """Edges of the ego-speed bands in m/s (half-open [lo, hi)); faster frames form '>= last'."""
+    size_bands_px: list[float] = Field(default_factory=lambda: [0.0, 25.0, 50.0, 100.0, 200.0], min_length=2)
+    """Edges of the object-size bands: box height in pixels (half-open [lo, hi)); taller boxes form '>= last'."""
     warn_unmapped_fraction: float = Field(0.05, ge=0.0, le=1.0)
     """Warn when more than this fraction of ground-truth or detection labels map to no confusion class."""
     warn_box_overflow_px: float = Field(2.0, ge=0.0)

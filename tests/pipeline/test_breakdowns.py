@@ -73,3 +73,27 @@ def test_breakdowns_equal_direct_computation(tmp_path):
     assert any(w["code"] == "breakdown_unknown" and "'level'" in w["message"] for w in res["warnings"])
     html = (out / "report.html").read_text()
     assert "Breakdown by weather" in html and "Recall vs distance per weather" in html
+
+
+def test_object_size_band_counts_the_objects_of_each_height(tmp_path):
+    """Small pedestrians (20 px) are always missed, tall ones (120 px) always found: recall 0 and 1 per band,
+    computed independently of the breakdown code from the hand-built counts."""
+    from perception_safety.core import Box, Detection, GroundTruthObject
+
+    frames = []
+    for i in range(40):
+        small = GroundTruthObject(Box(100, 100, 110, 120), "pedestrian", 30.0, track_id="s")
+        tall = GroundTruthObject(Box(300, 100, 350, 220), "pedestrian", 8.0, track_id="t")
+        found = Detection(Box(301, 101, 350, 219), "pedestrian", 0.9)
+        frames.append(Frame(10**9 + i * 10**8, (found,), (small, tall)))
+    write_frames(tmp_path / "bags" / "a", frames)
+    cfg_path = tmp_path / "c.yaml"
+    text = CONFIG.replace("[weather, ego_speed_band, level]", "[object_size_band]")
+    cfg_path.write_text(text.replace("  speed_bands_mps: [0, 5, 10]", "  size_bands_px: [0, 50, 100]"))
+    out = tmp_path / "out"
+    assert main(["evaluate", str(tmp_path / "bags"), "--config", str(cfg_path), "--out", str(out)]) == 0
+    bd = json.loads((out / "results.json").read_text())["breakdowns"]["object_size_band"]
+    assert list(bd) == ["[0, 50) px", ">= 100 px"]  # no object is 50-100 px tall: that band is not listed
+    assert bd["[0, 50) px"]["recall"]["ped"]["recall"] == 0.0
+    assert bd[">= 100 px"]["recall"]["ped"]["recall"] == 1.0
+    assert bd[">= 100 px"]["pcd"]["pedestrian"]["n"] == 40

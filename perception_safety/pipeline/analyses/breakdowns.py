@@ -35,10 +35,13 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         sec = ev.report.section(f"Breakdown by {attr}")
         sec.text(
             f"The confusion and PCD analyses on the frames of each value of '{attr}' "
-            + (
-                f"(ego speed bands {cfg.evaluate.speed_bands_mps} m/s, per frame)."
-                if attr == "ego_speed_band"
-                else "(a condition of the whole bag: metadata custom_data perception_safety.<name> or conditions.yaml)."
+            + {
+                "ego_speed_band": f"(ego speed bands {cfg.evaluate.speed_bands_mps} m/s, per frame).",
+                "object_size_band": f"(box height bands {cfg.evaluate.size_bands_px} px, per object: ground truth, "
+                "detections and candidates of that height only, COCO-style ranges).",
+            }.get(
+                attr,
+                "(a condition of the whole bag: metadata custom_data perception_safety.<name> or conditions.yaml).",
             )
             + f" Recall with its {100 * (1 - alpha):g} % Clopper-Pearson interval and the number of objects n."
         )
