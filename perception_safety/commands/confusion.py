@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import Field
 
+from perception_safety.commands._input_roles import add_input_role_flags
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.confusion.config import ConfusionConfig
 
@@ -52,17 +53,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
     p.add_argument("--skip-bad", action="store_true", help="skip (and count) malformed dataset lines")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument(
-        "--include-perfect-perception",
-        action="store_true",
-        help="also read perfect-perception (f*, ground_truth rollout) bags found in a folder (excluded by default)",
-    )
-    p.add_argument(
-        "--include-monitored",
-        action="store_true",
-        help="also read monitored (f+m) rollout bags found in a folder; by default they are listed but excluded, "
-        "since they repeat the perception rollout's frames until the monitor intervenes",
-    )
+    add_input_role_flags(p)
     p.set_defaults(func=run)
 
 

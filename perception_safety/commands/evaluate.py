@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.text import Text
 
 from perception_safety.commands._executor_args import add_executor_arguments, executor_from_args
+from perception_safety.commands._input_roles import add_input_role_flags
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,18 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LOG",
         help="episode logs (JSON Lines) for SG/RH/AC, e.g. from 'perception-safety episodes'",
     )
-    p.add_argument(
-        "--include-perfect-perception",
-        action="store_true",
-        help="also read perfect-perception (f*, ground_truth rollout) bags found in a folder; by default they are "
-        "listed but excluded, since their detections are the ground truth",
-    )
-    p.add_argument(
-        "--include-monitored",
-        action="store_true",
-        help="also read monitored (f+m) rollout bags found in a folder; by default they are listed but excluded, "
-        "since they repeat the perception rollout's frames until the monitor intervenes",
-    )
+    add_input_role_flags(p)
     p.add_argument(
         "--hash",
         choices=("metadata", "full"),

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from perception_safety.commands._input_roles import add_input_role_flags
 from perception_safety.errors import PerceptionSafetyError
 
 
@@ -41,17 +42,7 @@ def register(subparsers: Any) -> None:
         "--write-samples", action="store_true", help="also write OUT/samples_<label>.csv (distance_m,y,missed)"
     )
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument(
-        "--include-perfect-perception",
-        action="store_true",
-        help="also read perfect-perception (f*, ground_truth rollout) bags found in a folder (excluded by default)",
-    )
-    p.add_argument(
-        "--include-monitored",
-        action="store_true",
-        help="also read monitored (f+m) rollout bags found in a folder; by default they are listed but excluded, "
-        "since they repeat the perception rollout's frames until the monitor intervenes",
-    )
+    add_input_role_flags(p)
     p.set_defaults(func=run)
 
 
