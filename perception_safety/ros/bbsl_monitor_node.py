@@ -14,22 +14,20 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level
 from perception_safety.ros import convert
 from perception_safety.ros.diagnostics import InputHealth
 from perception_safety.ros.limits import DetectionLimits, check_count
-from perception_safety.ros.params import MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
+from perception_safety.ros.params import MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S, StrictParams
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
 
 NODE_NAME = "bbsl_monitor"
 
 
-class _Strict(BaseModel):
-    # NaN/inf never make sense in a node parameter (a NaN threshold silently disables a comparison)
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+_Strict = StrictParams
 
 
 class Topics(_Strict):

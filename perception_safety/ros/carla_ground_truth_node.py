@@ -17,15 +17,15 @@ import fnmatch
 import struct
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
+from perception_safety.ros.params import StrictParams
 from perception_safety.ros.runner import run_node
 
 NODE_NAME = "carla_ground_truth"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+_Strict = StrictParams
 
 
 class Topics(_Strict):

@@ -10,21 +10,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from perception_safety.detectors import DetectorConfig, DetectorError, build_detector
 from perception_safety.monitors.base import Level
 from perception_safety.ros import convert, transport
 from perception_safety.ros.diagnostics import InputHealth
 from perception_safety.ros.liveness import Liveness
-from perception_safety.ros.params import MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
+from perception_safety.ros.params import MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S, StrictParams
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
 
 NODE_NAME = "detector"
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+_Strict = StrictParams
 
 
 class Topics(_Strict):

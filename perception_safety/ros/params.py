@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from perception_safety.io.config import ConfigError, format_validation_error
 
@@ -25,6 +25,13 @@ M = TypeVar("M", bound=BaseModel)
 MIN_DIAGNOSTICS_PERIOD_S = 0.05
 MAX_TIMEOUT_S = 3600.0
 MAX_OPENCV_THREADS = 64
+
+
+class StrictParams(BaseModel):
+    """Base of the nodes' parameter models: unknown keys are errors, and NaN/inf are never a valid parameter
+    (a NaN threshold silently disables a comparison)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
