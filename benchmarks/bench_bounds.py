@@ -32,7 +32,7 @@ from perception_safety.verification.sweep import car_system, counted_observation
 from perception_safety.verification.uncertainty import posterior_draws
 
 SPECS = {"stop_at_k": BUILTIN_SPECS["stop_at_k"], "phi": BUILTIN_SPECS["phi"]}
-REFERENCE = Path(__file__).resolve().parents[1].parent / "shared" / "reference" / \
+REFERENCE = Path(__file__).resolve().parents[1] / "reference" / \
     "dist_confusion_matrices_nuscenes_yolov3.json"
 
 

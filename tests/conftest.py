@@ -20,14 +20,14 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # Ray instances started here: loopback only
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED_REFERENCE = REPO_ROOT.parent / "shared" / "reference"
+SHARED_REFERENCE = REPO_ROOT / "reference"
 
 
 @pytest.fixture(scope="session")
 def shared_reference() -> Path:
-    """The papers' reference data (../shared/reference beside the checkout)."""
+    """The papers' reference data, kept in the repository (reference/README.md names the sources)."""
     if not SHARED_REFERENCE.is_dir():
-        pytest.fail(f"reference data not found at {SHARED_REFERENCE} (shared/ must sit beside the checkout)")
+        pytest.fail(f"reference data not found at {SHARED_REFERENCE} (reference/ in the repository)")
     return SHARED_REFERENCE
 
 

@@ -12,7 +12,7 @@ from perception_safety.cli import main
 from perception_safety.core import Box, Detection, Frame, GroundTruthObject
 from perception_safety.io.dataset import write_jsonl_frames
 
-PCD_REF = Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "pcd"
+PCD_REF = Path(__file__).resolve().parents[2] / "reference" / "pcd"
 
 
 def test_reference_mode_on_demo_csv(tmp_path, capsys):

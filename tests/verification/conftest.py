@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 
 REFERENCE = (
-    Path(__file__).resolve().parents[2].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
-)  # ../shared beside the checkout
+    Path(__file__).resolve().parents[2] / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
+)  # reference/ in the repository
 
 
 @pytest.fixture(scope="session")
 def reference() -> dict:
     if not REFERENCE.exists():
-        pytest.fail(f"reference data {REFERENCE} not found (shared/ must sit beside the checkout)")
+        pytest.fail(f"reference data {REFERENCE} not found (reference/ in the repository)")
     data = json.loads(REFERENCE.read_text())
     out = {"edges": [tuple(e) for e in data["bin_edges_m"]]}
     for kind in ("class", "prop"):

@@ -16,7 +16,7 @@ from perception_safety.io.dataset import write_jsonl_frames
 from .test_accumulate import hand_scene
 
 REFERENCE = (
-    Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
+    Path(__file__).resolve().parents[3] / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
 )
 CONFIG = "confusion:\n  classes: {ped: [ped], obs: [obs]}\n  bin_edges: [0, 10, 20, 30]\n  dpi: 40\n"
 

@@ -18,9 +18,9 @@ from perception_safety.evaluation.confusion.io import (
 )
 
 REFERENCE = (
-    Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
+    Path(__file__).resolve().parents[3] / "reference" / "dist_confusion_matrices_nuscenes_yolov3.json"
 )
-needs_reference = pytest.mark.usefixtures("shared_reference")  # fails loudly when ../shared is missing
+needs_reference = pytest.mark.usefixtures("shared_reference")  # fails loudly when reference/ is missing
 
 
 @needs_reference

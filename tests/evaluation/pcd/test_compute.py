@@ -21,7 +21,7 @@ from perception_safety.evaluation.pcd.compute import (
 )
 from perception_safety.io.config import ConfigError, load_model
 
-PCD_REF = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "pcd"
+PCD_REF = Path(__file__).resolve().parents[3] / "reference" / "pcd"
 REPO = Path(__file__).resolve().parents[3]
 
 

@@ -18,7 +18,7 @@ from perception_safety.evaluation.pcd.pspline import (
     uniform_knots,
 )
 
-PCD_REF = Path(__file__).resolve().parents[3].parent / "shared" / "reference" / "pcd"
+PCD_REF = Path(__file__).resolve().parents[3] / "reference" / "pcd"
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 from perception_safety.cli import main
 
-REFERENCE = (Path(__file__).resolve().parents[3].parent / "shared" / "reference"
+REFERENCE = (Path(__file__).resolve().parents[3] / "reference"
              / "dist_confusion_matrices_nuscenes_yolov3.json")
 SHIPPED = Path(__file__).resolve().parents[3] / "config" / "controllers" / "paper_modes.csv"
 
