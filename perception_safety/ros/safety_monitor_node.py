@@ -10,167 +10,30 @@ a last ``stop_request`` status whose ``alarm`` is the frame's stop decision), an
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing import Any
 
 from perception_safety.core.types import Frame
-from perception_safety.monitors.base import Level, Monitor, MonitorResult
-from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
-from perception_safety.monitors.config import MonitorsConfig
+from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.ros import convert, transport
 from perception_safety.ros.diagnostics import InputHealth
-from perception_safety.ros.limits import DetectionLimits, check_count
+from perception_safety.ros.limits import check_count
 from perception_safety.ros.liveness import Liveness
 from perception_safety.ros.memory import keep_frame_buffers
-from perception_safety.ros.overlay import OverlayParams, OverlayPublisher
-from perception_safety.ros.params import MAX_OPENCV_THREADS, MAX_TIMEOUT_S, MIN_DIAGNOSTICS_PERIOD_S
+from perception_safety.ros.monitor_suite import Guarded, MonitorSuite, stop_requested
+from perception_safety.ros.overlay import OverlayPublisher
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
+from perception_safety.ros.safety_monitor_params import READ_ONLY, SafetyMonitorParams
 from perception_safety.ros.sync import StampPairer
+
+__all__ = ["READ_ONLY", "Guarded", "MonitorSuite", "SafetyMonitorParams", "main", "make_node", "stop_requested"]
 
 NODE_NAME = "safety_monitor"
 
 
-class _Strict(BaseModel):
-    # NaN/inf never make sense in a node parameter (a NaN threshold silently disables a comparison)
-    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
-
-
-class Topics(_Strict):
-    """Topic names (relative names resolve in the node's namespace; launch remappings apply on top)."""
-
-    image: str = "/camera/image_raw"
-    """sensor_msgs/Image; with ``image_transport: compressed`` CompressedImage on ``<image>/compressed``."""
-    camera_info: str = "/camera/camera_info"
-    """sensor_msgs/CameraInfo: an image whose size disagrees with the latest one is skipped ('' = no check)."""
-    detections: str = "/detections"
-    stop_request: str = "~/stop_request"
-    monitor_results: str = "~/monitor_results"
-    overlay: str = "~/overlay"
-    diagnostics: str = "/diagnostics"
-
-
-class SyncParams(_Strict):
-    """Stamp pairing of image and detections: ``slop_s = 0`` pairs equal stamps only."""
-
-    slop_s: float = Field(default=0.0, ge=0.0, le=10.0)
-    queue_size: int = Field(default=10, ge=1, le=1000)
-
-
-class QosParams(_Strict):
-    """Input depth (sensor-data profile; ``reliable_inputs`` for lossless replay) and output depth (reliable)."""
-
-    input_depth: int = Field(default=5, ge=1, le=1000)
-    reliable_inputs: bool = False
-    output_depth: int = Field(default=10, ge=1, le=1000)
-
-
-class LivenessParams(_Strict):
-    """Inputs arrive but no frame is processed: WARN after ``stale_timeout_s``, ERROR + stop after ``error_after_s``."""
-
-    error_after_s: float = Field(default=2.0, gt=0.0, le=MAX_TIMEOUT_S)
-    stop_on_error: bool = Field(default=True, description="publish stop requests while liveness is ERROR")
-    rate_window_s: float = Field(default=5.0, gt=0.0, le=MAX_TIMEOUT_S, description="window of the frame rate")
-
-
-class SafetyMonitorParams(_Strict):
-    """All parameters of the node (``config/safety_monitor.yaml``); topics, sync and QoS are read-only."""
-
-    topics: Topics = Topics()
-    use_image: bool = True
-    image_transport: Literal["raw", "compressed"] = Field(
-        default="raw", description="raw: sensor_msgs/Image on topics.image; compressed: CompressedImage (JPEG/PNG) "
-        "on topics.image + '/compressed', decoded once with OpenCV")
-    sync: SyncParams = SyncParams()
-    qos: QosParams = QosParams()
-    stale_timeout_s: float = Field(default=1.0, gt=0.0, le=MAX_TIMEOUT_S)
-    stale_level: Literal["stale", "error"] = "stale"
-    diagnostics_period_s: float = Field(default=1.0, ge=MIN_DIAGNOSTICS_PERIOD_S, le=MAX_TIMEOUT_S)
-    fail_safe_stop: bool = Field(default=True, description="a monitor that raises requests a stop")
-    stop_on_monitor_alarm: bool = Field(default=True, description="a contrast/plausibility alarm requests a stop")
-    hardware_id: str = "camera"
-    opencv_threads: int = Field(default=1, ge=-1, le=MAX_OPENCV_THREADS,
-                                description="cv2.setNumThreads for the node process: 0/1 no pool, -1 OpenCV default")
-    keep_frame_buffers: bool = Field(default=True, description="glibc mallopt: reuse freed frame buffers")
-    liveness: LivenessParams = LivenessParams()
-    limits: DetectionLimits = DetectionLimits()
-    overlay: OverlayParams = OverlayParams()
-    monitors: MonitorsConfig = MonitorsConfig()
-
-    @model_validator(mode="after")
-    def _liveness_after_stale(self) -> SafetyMonitorParams:
-        if self.liveness.error_after_s < self.stale_timeout_s:
-            raise ValueError(f"liveness.error_after_s ({self.liveness.error_after_s:g}) must be >= stale_timeout_s "
-                             f"({self.stale_timeout_s:g}): WARN comes before ERROR")
-        return self
-
-
-READ_ONLY = ("topics", "use_image", "image_transport", "sync", "qos", "keep_frame_buffers", "overlay")
 #: name of the extra status in ``monitor_results`` that carries the frame's stop decision
 STOP_STATUS = "stop_request"
 #: liveness stop requests are repeated at most this often (ns) while the liveness status is ERROR
 LIVENESS_STOP_PERIOD_NS = 100_000_000
-
-
-class Guarded:
-    """Fail-safe wrapper: a member monitor that raises yields an ERROR result (alarm) instead of propagating."""
-
-    def __init__(self, monitor: Monitor) -> None:
-        self.inner = monitor
-        self.name = monitor.name
-        self.failed = False
-
-    def update(self, frame: Frame) -> MonitorResult:
-        try:
-            self.failed = False
-            return self.inner.update(frame)
-        except Exception as exc:
-            self.failed = True
-            return MonitorResult(self.name, alarm=True, level=Level.ERROR,
-                                 reasons=(f"monitor raised {type(exc).__name__}: {exc}",))
-
-    def reset(self) -> None:
-        self.inner.reset()
-
-
-class MonitorSuite:
-    """The runtime monitor m_f (composite of contrast + plausibility) and the stop-region rule, fail-safe.
-
-    The members are the objects `perception_safety.monitors` builds for the offline evaluator too.
-    """
-
-    def __init__(self, config: MonitorsConfig) -> None:
-        base = build_runtime_monitor(config)
-        self.members = [Guarded(m) for m in base.monitors]
-        self.runtime = CompositeMonitor(self.members, base.name)
-        self.stop_rule = Guarded(build_stop_rule(config))
-        #: the plausibility monitor (tracks, ghosts) for the overlay, if configured
-        self.plausibility = next((g.inner for g in self.members if hasattr(g.inner, "track_view")), None)
-
-    def evaluate(self, frame: Frame) -> tuple[list[MonitorResult], set[str]]:
-        """Member results, the combined verdict, then the stop rule's; and the names of members that raised."""
-        comp = self.runtime.evaluate(frame)
-        stop = self.stop_rule.update(frame)
-        results = [*comp.parts, comp.combined, stop]
-        failed = {g.name for g in [*self.members, self.stop_rule] if g.failed}
-        return results, failed
-
-    @property
-    def names(self) -> list[str]:
-        return [*(m.name for m in self.members), self.runtime.name, self.stop_rule.name]
-
-
-def stop_requested(results: list[MonitorResult], params: SafetyMonitorParams, failed: set[str],
-                   runtime_name: str, stop_name: str) -> bool:
-    """Stop when the stop-region rule fires, when m_f alarms (if configured), or fail-safe when a monitor raised."""
-    if failed and params.fail_safe_stop:
-        return True
-    for r in results:
-        if r.name in failed or r.name == runtime_name or not r.alarm:
-            continue
-        if r.name == stop_name or params.stop_on_monitor_alarm:
-            return True
-    return False
 
 
 def _set_opencv_threads(n: int) -> None:
