@@ -1,0 +1,211 @@
+"""Proportions whose samples come in clusters (frames of one episode, of one track): intervals that hold anyway.
+
+Frames of one episode are correlated (the same pedestrian, lit the same way, is missed in runs), so ``k`` of
+``n`` frames is not ``n`` independent looks. Given per-cluster successes ``y_i`` of ``m_i`` trials, the
+interval is the design-effect-corrected Clopper-Pearson interval of Korn & Graubard (1998):
+
+- ratio estimate ``p = Σy / Σm``; its variance with clusters as the independent unit (linearisation,
+  clusters drawn with replacement) ``v = k/(k-1) · Σ (y_i - p·m_i)² / (Σm)²``;
+- design effect ``deff = v / (p(1-p)/n)``, floored at 1 (never narrower than the binomial interval);
+- effective sample size ``n_eff = n / deff``, shrunk by ``(z_{α/2} / t_{k-1, α/2})²`` because ``v`` itself
+  rests on only ``k`` clusters (k-1 degrees of freedom), and never above ``n``;
+- Clopper-Pearson with ``p·n_eff`` successes of ``n_eff`` (non-integer Beta parameters).
+
+With ``p`` at 0 or 1 there is no variation to estimate a correlation from: ``deff = 1`` (Korn & Graubard's
+convention) and the result says so (`ClusteredProportion.boundary`). With no cluster information at all
+(`plain_proportion`) the result is exactly `clopper_pearson`. The implied intra-cluster correlation
+``icc = (deff - 1) / (m_w - 1)`` (``m_w = Σm² / Σm``, the size-weighted mean cluster size) is reported beside
+the design effect. Measured coverage: docs/confusion-matrices.md#sampling-unit (benchmarks/clustered_coverage.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.stats import norm
+from scipy.stats import t as student_t
+
+from perception_safety.evaluation.intervals import clopper_pearson
+
+MIN_CLUSTERS = 10
+"""Default: fewer clusters than this and a requirement on the proportion is INCONCLUSIVE."""
+SMALL_EFFECTIVE_FRACTION = 0.5
+"""Warn when the effective sample size is below this fraction of the frame count."""
+KORN_GRAUBARD = "korn-graubard"
+PLAIN = "clopper-pearson"
+
+
+@dataclass(frozen=True)
+class ClusteredProportion:
+    """``successes`` of ``trials`` with its interval, and what it rests on (frames, clusters, design effect)."""
+
+    successes: int
+    trials: int
+    """Frames (or objects in frames): the raw count behind the proportion."""
+    clusters: int | None
+    """Independent units with at least one trial; None = no cluster information (plain Clopper-Pearson)."""
+    point: float | None
+    lower: float | None
+    upper: float | None
+    design_effect: float
+    icc: float | None
+    effective_n: float
+    alpha: float
+    method: str
+    boundary: bool = False
+    """The estimate is 0 or 1: no variation, so the design effect could not be estimated (taken as 1)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def too_few_clusters(self, min_clusters: int = MIN_CLUSTERS) -> bool:
+        """True when cluster information exists but holds fewer than ``min_clusters`` clusters."""
+        return self.clusters is not None and self.clusters < min_clusters
+
+    def basis(self) -> str:
+        """``'900 of 1000 frames, 10 clusters, design effect 1.3 (ICC 0.003), n_eff 750'`` for tables."""
+        text = f"{self.successes} of {self.trials}"
+        if self.clusters is None:
+            return text + ", no cluster information (frames taken as independent)"
+        icc = "" if self.icc is None else f" (ICC {self.icc:.3g})"
+        return (
+            f"{text} in {self.clusters} cluster(s), design effect {self.design_effect:.3g}{icc}, "
+            f"effective n {self.effective_n:.1f}"
+        )
+
+    def warnings(self, what: str, min_clusters: int = MIN_CLUSTERS) -> list[str]:
+        """Why this interval deserves caution, one sentence each (empty when none)."""
+        out = []
+        if self.clusters is None or self.trials == 0:
+            return out
+        if self.too_few_clusters(min_clusters):
+            out.append(
+                f"{what}: only {self.clusters} independent cluster(s) (episodes) behind {self.trials} samples; at "
+                f"least {min_clusters} are needed to judge a requirement (INCONCLUSIVE)"
+            )
+        if self.effective_n < SMALL_EFFECTIVE_FRACTION * self.trials:
+            out.append(
+                f"{what}: the {self.trials} samples are worth about {self.effective_n:.0f} independent ones (design "
+                f"effect {self.design_effect:.2g} from {self.clusters} clusters): the frames are strongly correlated"
+            )
+        if self.boundary and self.clusters > 1:
+            out.append(
+                f"{what}: estimate {self.point:g} without a single {'failure' if self.point == 1 else 'success'}: the "
+                "correlation between frames cannot be estimated, the interval assumes it is 0"
+            )
+        return out
+
+
+def plain_proportion(successes: int, trials: int, alpha: float = 0.05) -> ClusteredProportion:
+    """No cluster information: exactly the Clopper-Pearson interval (``None`` bounds when ``trials == 0``)."""
+    k, n = int(successes), int(trials)
+    if n <= 0:
+        return ClusteredProportion(k, 0, None, None, None, None, 1.0, None, 0.0, alpha, PLAIN)
+    lo, hi = clopper_pearson(k, n, alpha)
+    return ClusteredProportion(k, n, None, k / n, float(lo), float(hi), 1.0, None, float(n), alpha, PLAIN, k in (0, n))
+
+
+def design_effect(successes: ArrayLike, trials: ArrayLike, axis: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(deff, icc, clusters)`` over the cluster ``axis`` of per-cluster counts (vectorised over other axes).
+
+    ``deff >= 1`` (1 where the estimate is 0 or 1 or fewer than two clusters have trials); ``icc`` is the
+    implied intra-cluster correlation ``(deff - 1) / (m_w - 1)`` (0 where every cluster holds one trial).
+    """
+    y = np.moveaxis(np.asarray(successes, dtype=np.float64), axis, 0)
+    m = np.moveaxis(np.asarray(trials, dtype=np.float64), axis, 0)
+    if y.shape != m.shape:
+        raise ValueError(f"successes {y.shape} and trials {m.shape} differ in shape")
+    if np.any(y < 0) or np.any(y > m):
+        raise ValueError("per-cluster counts must satisfy 0 <= successes <= trials")
+    n = m.sum(axis=0)
+    k = (m > 0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = np.where(n > 0, y.sum(axis=0) / n, 0.0)
+        resid = ((y - p * m) ** 2).sum(axis=0)
+        v = np.where(k > 1, k / np.maximum(k - 1, 1) * resid / np.maximum(n, 1) ** 2, 0.0)
+        binom = p * (1 - p) / np.maximum(n, 1)
+        deff = np.where((binom > 0) & (k > 1), v / np.where(binom > 0, binom, 1.0), 1.0)
+        deff = np.maximum(deff, 1.0)
+        m_w = np.where(n > 0, (m**2).sum(axis=0) / np.maximum(n, 1), 1.0)
+        icc = np.where(m_w > 1, np.minimum((deff - 1) / np.where(m_w > 1, m_w - 1, 1.0), 1.0), 0.0)
+    return deff, icc, k
+
+
+def degrees_of_freedom_factor(clusters: ArrayLike, alpha: float) -> np.ndarray:
+    """``(z_{α/2} / t_{k-1, α/2})²``: how much a variance from ``k`` clusters shrinks the effective n (0 for k < 2)."""
+    k = np.asarray(clusters, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        t = student_t.ppf(1 - alpha / 2, np.maximum(k - 1, 1))
+    return np.where(k > 1, (norm.ppf(1 - alpha / 2) / t) ** 2, 0.0)
+
+
+def effective_counts(
+    successes: ArrayLike, trials: ArrayLike, alpha: float = 0.05, axis: int = 0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x_eff, n_eff, deff)``: per-cluster counts reduced to the binomial counts worth as much (Korn-Graubard).
+
+    ``n_eff = n / deff · (z/t_{k-1})²`` (at most ``n``), ``x_eff = p · n_eff``; feed them to `clopper_pearson`
+    (or to any binomial method) in place of the frame counts. One cluster gives ``n_eff = 0`` (no information
+    about the spread between clusters: the vacuous interval).
+    """
+    y = np.asarray(successes, dtype=np.float64)
+    m = np.asarray(trials, dtype=np.float64)
+    deff, _, k = design_effect(y, m, axis)
+    n = m.sum(axis=axis)
+    p = np.where(n > 0, y.sum(axis=axis) / np.where(n > 0, n, 1.0), 0.0)
+    n_eff = np.minimum(n / deff * degrees_of_freedom_factor(k, alpha), n)
+    return p * n_eff, n_eff, deff
+
+
+def _beta_interval(x: float, n: float, alpha: float) -> tuple[float, float]:
+    """Clopper-Pearson for non-integer counts (the Beta quantiles take real parameters); n = 0 is vacuous."""
+    if n <= 0:
+        return 0.0, 1.0
+    lo, hi = clopper_pearson(min(max(x, 0.0), n), n, alpha)
+    return float(lo), float(hi)
+
+
+def clustered_proportion(successes: ArrayLike, trials: ArrayLike, alpha: float = 0.05) -> ClusteredProportion:
+    """The proportion ``Σy / Σm`` of per-cluster counts with its Korn-Graubard interval (module docstring)."""
+    y = np.asarray(successes, dtype=np.int64).ravel()
+    m = np.asarray(trials, dtype=np.int64).ravel()
+    x_eff, n_eff, deff = effective_counts(y, m, alpha)
+    _, icc, k = design_effect(y, m)
+    n, s = int(m.sum()), int(y.sum())
+    if n == 0:
+        return ClusteredProportion(s, 0, 0, None, None, None, 1.0, None, 0.0, alpha, KORN_GRAUBARD)
+    lo, hi = _beta_interval(float(x_eff), float(n_eff), alpha)
+    return ClusteredProportion(
+        successes=s,
+        trials=n,
+        clusters=int(k),
+        point=s / n,
+        lower=lo,
+        upper=hi,
+        design_effect=float(deff),
+        icc=float(icc),
+        effective_n=float(n_eff),
+        alpha=alpha,
+        method=KORN_GRAUBARD,
+        boundary=s in (0, n),
+    )
+
+
+def proportion(
+    successes: int, trials: int, per_cluster: tuple[ArrayLike, ArrayLike] | None, alpha: float = 0.05
+) -> ClusteredProportion:
+    """`clustered_proportion` of ``per_cluster = (successes_i, trials_i)`` when given, else `plain_proportion`.
+
+    The per-cluster counts must add up to the totals (a mismatch is a bug upstream, never silently ignored).
+    """
+    if per_cluster is None:
+        return plain_proportion(successes, trials, alpha)
+    y, m = (np.asarray(a, dtype=np.int64) for a in per_cluster)
+    if int(y.sum()) != int(successes) or int(m.sum()) != int(trials):
+        raise ValueError(
+            f"per-cluster counts ({int(y.sum())} of {int(m.sum())}) do not add up to {successes} of {trials}"
+        )
+    return clustered_proportion(y, m, alpha)
