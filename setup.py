@@ -6,6 +6,42 @@ from setuptools import find_packages, setup
 
 PACKAGE = "perception_safety"
 
+# Runtime dependencies as compatible ranges (the exact, tested pins are in constraints.txt; `make` installs those).
+# In a colcon workspace these are not resolved by pip: package.xml names their rosdep keys.
+INSTALL_REQUIRES = [
+    "numpy>=2.0,<3",
+    "scipy>=1.13,<2",
+    "stormpy>=2.0,<3",
+    "rosbags>=0.11,<0.12",
+    "opencv-python-headless>=4.9,<6",
+    "albumentations>=2.0,<3",
+    "pydantic>=2.7,<3",
+    "PyYAML>=6.0,<7",
+    "rich>=13.7,<16",
+    "matplotlib>=3.8,<4",
+    "lark>=1.1,<2",
+    "z3-solver>=4.12,<6",
+]
+EXTRAS_REQUIRE = {
+    # live ROS 2 nodes, replay and online from PyPI wheels (on a ROS 2 install the distro provides these instead)
+    "ros": [
+        "ros-rclpy>=9.1,<10",
+        "ros-rmw-fastrtps-cpp>=9.3,<10",
+        "ros-std-msgs>=5.5,<6",
+        "ros-sensor-msgs>=5.5,<6",
+        "ros-diagnostic-msgs>=5.5,<6",
+        "ros-geometry-msgs>=5.5,<6",
+        "ros-nav-msgs>=5.5,<6",
+        "ros-builtin-interfaces>=2.3,<3",
+        "ros-rcl-interfaces>=2.3,<3",
+        "ros-ament-index-python>=1.11,<2",
+    ],
+    "ray": ["ray>=2.40,<3"],  # evaluate/episodes --executor ray
+    "carla": ["carla>=0.9.15,<0.10"],  # episodes --backend carla, carla_ground_truth node
+    "onnx": ["onnxruntime>=1.17,<2"],  # detectors: ONNX models
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "hypothesis>=6.100", "onnx>=1.16,<2", "pycocotools>=2.0.8,<3"],
+}
+
 setup(
     name=PACKAGE,
     version="0.1.0",
@@ -20,7 +56,9 @@ setup(
         (f"share/{PACKAGE}/config/controllers", glob("config/controllers/*.csv")),
     ],
     package_data={PACKAGE: ["io/msg/vision_msgs/*.msg", "bbsl/*.lark"]},
-    install_requires=["setuptools"],
+    python_requires=">=3.11",
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
     zip_safe=False,
     maintainer="perception_safety developers",
     maintainer_email="perception-safety@example.org",
