@@ -122,7 +122,8 @@ class VerificationConfig(BaseModel):
     beyond_last_bin: Literal["error", "last_bin"] = "error"
     export: Literal["none", "drn", "prism", "both"] = "none"
     plot: PlotConfig = Field(default_factory=PlotConfig)
-    alpha: float = Field(default=0.05, gt=0, lt=1, description="interval chain: 1 - alpha/M Clopper-Pearson per cell")
+    alpha: float = Field(default=0.05, gt=0, lt=1, description="interval chain: joint level 1 - alpha per chain "
+                         "(Clopper-Pearson per cell at alpha/M, M = cells x decision bins)")
     bounds: BoundsConfig = Field(default_factory=BoundsConfig)
     posterior: PosteriorConfig = Field(default_factory=PosteriorConfig)
 

@@ -3,12 +3,17 @@
 An outcome's probability is the product over its cells ``(pred, true)`` of the column-normalised counts
 (eqs. 6, 8, 9). From the same counts this module gives (issue 13, items 2-3):
 
-- ``intervals(alpha)``: each cell gets the two-sided Clopper–Pearson interval of ``n_pred`` of ``n`` (its
-  column's total) at confidence ``1 − alpha/M``, ``M`` = number of cells in the columns the environment uses
-  (Bonferroni; = the number of observations in the column for one true object); ``n = 0`` gives ``[0, 1]``;
-  an outcome's interval is the product of its cells' intervals (exact for one cell, sound for products);
+- ``intervals(alpha, bins)``: each cell gets the two-sided Clopper–Pearson interval of ``n_pred`` of ``n`` (its
+  column's total) at confidence ``1 − alpha/M``, ``M`` = cells in the columns the environment uses × the bins
+  the chain decides in (Bonferroni over every interval the chain reads, so all hold jointly at ``1 − alpha``:
+  the stated level is the true one, issue 24 item 7); ``n = 0`` gives ``[0, 1]``; an outcome's interval is
+  the product of its cells' intervals (exact for one cell, sound for products);
+- with per-cluster counts (``clusters[c, bin, pred, true]``, the episode or track as unit, issue 24 item 1)
+  the same interval on the effective counts ``counts / deff`` of each column (`clusters.column_design`),
+  shrunk by the Korn–Graubard factor ``(z / t_{C−1})²``; fewer than 2 clusters give ``[0, 1]``. Without
+  clusters the plain counts are used, exactly as before;
 - ``sample(rng, draws, prior)``: Dirichlet(counts + prior) draws of every used column, per bin, shared by
-  all states of a chain (whole-matrix Monte Carlo).
+  all states of a chain (whole-matrix Monte Carlo; effective counts when clustered).
 """
 
 from __future__ import annotations
@@ -21,19 +26,22 @@ import numpy as np
 from perception_safety.evaluation.confusion.types import column_normalize
 from perception_safety.evaluation.intervals import bonferroni, clopper_pearson
 from perception_safety.verification.builder import Observation, ObservationModel
+from perception_safety.verification.clusters import ColumnDesign, column_design, df_factor
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.observations import as_bin_edges, class_cells, outcome_probs, prop_cells
 
 
 @dataclass(frozen=True, eq=False)
 class CountedObservations:
-    """``counts[bin, pred, true]`` (one bin when pooled) and ``cells[outcome, factor] = (pred, true)``."""
+    """``counts[bin, pred, true]`` (one bin when pooled) and ``cells[outcome, factor] = (pred, true)``;
+    ``clusters[c, bin, pred, true]`` (optional) splits the counts by episode/track and must sum to them."""
 
     outcomes: tuple[Observation, ...]
     cells: np.ndarray
     counts: np.ndarray
     bin_edges: tuple[tuple[float, float], ...] | None = None
     source: str = ""
+    clusters: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         counts = np.asarray(self.counts, dtype=np.float64)
@@ -43,20 +51,29 @@ class CountedObservations:
             raise VerificationError(f"{self.source}: counts must be non-negative [bin, pred, true], got {counts.shape}")
         object.__setattr__(self, "counts", counts)
         object.__setattr__(self, "cells", np.asarray(self.cells, dtype=np.int64))
+        if self.clusters is not None:
+            cl = np.asarray(self.clusters, dtype=np.float64)
+            if cl.ndim == 3:
+                cl = cl[:, None]
+            if cl.shape[1:] != counts.shape or (cl < 0).any() or not np.allclose(cl.sum(axis=0), counts):
+                raise VerificationError(f"{self.source}: per-cluster counts {cl.shape} must be non-negative "
+                                        f"[cluster, bin, pred, true] summing to the counts {counts.shape}")
+            object.__setattr__(self, "clusters", cl)
 
     @classmethod
     def for_class(cls, counts: np.ndarray, labels: Sequence[str], true_env: Sequence[str],
                   bin_edges: Sequence[tuple[float, float]] | None = None,
-                  source: str = "class-labeled matrices") -> CountedObservations:
+                  source: str = "class-labeled matrices", clusters: np.ndarray | None = None) -> CountedObservations:
         names, cells = class_cells(labels, true_env, source)
-        return cls(names, cells, counts, as_bin_edges(bin_edges), source)
+        return cls(names, cells, counts, as_bin_edges(bin_edges), source, clusters)
 
     @classmethod
     def for_prop(cls, counts: np.ndarray, labels: Sequence[str], true_env: str,
                  bin_edges: Sequence[tuple[float, float]] | None = None, empty_label: str = "empty",
-                 source: str = "proposition-labeled matrices") -> CountedObservations:
+                 source: str = "proposition-labeled matrices",
+                 clusters: np.ndarray | None = None) -> CountedObservations:
         names, cells = prop_cells(labels, true_env, empty_label, source)
-        return cls(names, cells, counts, as_bin_edges(bin_edges), source)
+        return cls(names, cells, counts, as_bin_edges(bin_edges), source, clusters)
 
     @property
     def true_columns(self) -> np.ndarray:
@@ -72,18 +89,47 @@ class CountedObservations:
         """Point estimate ``[bin, outcome]`` (column-normalised counts; an empty column gives 0)."""
         return outcome_probs(column_normalize(self.counts), self.cells)
 
-    def intervals(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-        """``(lower, upper)`` per ``[bin, outcome]`` at joint level ``1 − alpha`` per column set (Bonferroni)."""
-        n = self.counts.sum(axis=1, keepdims=True)  # [bin, 1, true]
-        level = bonferroni(alpha, self.comparisons)
-        lo, hi = clopper_pearson(self.counts, np.broadcast_to(n, self.counts.shape), level)
+    def design(self) -> ColumnDesign | None:
+        """Design effect, clusters and frames per ``[bin, true]`` column; ``None`` without cluster counts."""
+        return None if self.clusters is None else column_design(self.clusters)
+
+    def n_bins_used(self, bins: Sequence[int] | np.ndarray | None) -> int:
+        """How many bins the Bonferroni split covers: ``bins`` (those the chain decides in), default all."""
+        return self.counts.shape[0] if bins is None else max(1, int(np.unique(np.asarray(bins)).size))
+
+    def per_interval_alpha(self, alpha: float, bins: Sequence[int] | np.ndarray | None = None) -> float:
+        """``alpha / M``, ``M`` = cells of the used columns × bins used: every interval the chain reads."""
+        return bonferroni(alpha, self.comparisons * self.n_bins_used(bins))
+
+    def effective_counts(self, level: float | None = None) -> np.ndarray:
+        """``[bin, pred, true]``: counts over each column's design effect (× the Korn–Graubard factor at
+        per-interval ``level`` when given); the counts themselves without cluster information."""
+        d = self.design()
+        if d is None:
+            return self.counts
+        factor = 1.0 / d.deff
+        if level is not None:
+            factor = factor * df_factor(d.clusters, level)
+        return self.counts * factor[:, None, :]
+
+    def intervals(self, alpha: float, bins: Sequence[int] | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(lower, upper)`` per ``[bin, outcome]``, all holding jointly at ``1 − alpha`` over the used
+        columns and the bins ``bins`` (default: every bin) — Bonferroni over cells × columns × bins."""
+        level = self.per_interval_alpha(alpha, bins)
+        k = self.effective_counts(level)
+        n = k.sum(axis=1, keepdims=True)  # [bin, 1, true]
+        lo, hi = clopper_pearson(k, np.broadcast_to(n, k.shape), level)
+        d = self.design()
+        if d is not None:  # fewer than 2 clusters: nothing to estimate the between-cluster variance from
+            few = np.broadcast_to((d.clusters < 2)[:, None, :], lo.shape)
+            lo, hi = np.where(few, 0.0, lo), np.where(few, 1.0, hi)
         return outcome_probs(lo, self.cells), outcome_probs(hi, self.cells)
 
-    def model(self, alpha: float | None = None) -> ObservationModel:
+    def model(self, alpha: float | None = None, bins: Sequence[int] | np.ndarray | None = None) -> ObservationModel:
         """The `ObservationModel` of the point estimate, with intervals when ``alpha`` is given."""
         lower = upper = None
         if alpha is not None:
-            lower, upper = self.intervals(alpha)
+            lower, upper = self.intervals(alpha, bins)
         return ObservationModel(self.outcomes, self.probabilities(), self.bin_edges, self.source, lower, upper)
 
     def sample(self, rng: np.random.Generator, draws: int, prior: float = 0.5) -> np.ndarray:
@@ -96,7 +142,7 @@ class CountedObservations:
         cols = self.true_columns
         b, n_labels = self.counts.shape[:2]
         shape = (draws, b, n_labels, cols.size)
-        g = rng.standard_gamma(np.broadcast_to(self.counts[:, :, cols] + prior, shape))
+        g = rng.standard_gamma(np.broadcast_to(self.effective_counts()[:, :, cols] + prior, shape))
         p = np.zeros((draws, b, n_labels, self.counts.shape[2]))
         p[..., cols] = g / g.sum(axis=2, keepdims=True)
         return outcome_probs(p, self.cells)

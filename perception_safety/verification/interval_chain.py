@@ -54,6 +54,26 @@ class IntervalChain:
         return np.repeat(np.arange(self.n_states, dtype=np.int64), np.diff(self.indptr))
 
 
+def decision_bins(system: AbstractSystem, observations: ObservationModel) -> np.ndarray:
+    """The bins whose intervals can change P(φ) at the initial states: bins of the states reachable from them
+    (through any observation) whose successor depends on the observation. The Bonferroni split over exactly
+    these bins makes the interval chain's joint level the stated one (issue 24 item 7)."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import breadth_first_order
+
+    n = int(system.n_states)
+    bins, succ = successor_table(system, observations)
+    m = succ.shape[1]
+    start = initial_states(system)
+    graph = csr_matrix((np.ones(n * m + start.size, dtype=np.int8),
+                        (np.concatenate([np.repeat(np.arange(n), m), np.full(start.size, n)]),
+                         np.concatenate([succ.ravel(), start]))), shape=(n + 1, n + 1))
+    reached = breadth_first_order(graph, n, directed=True, return_predecessors=False)
+    reached = reached[reached < n]
+    deciding = reached[(succ[reached] != succ[reached, :1]).any(axis=1)]
+    return np.unique(bins[deciding])
+
+
 def build_interval_chain(system: AbstractSystem, observations: ObservationModel) -> IntervalChain:
     """Algorithm 3 on intervals: merge the observations' intervals per successor, cap the upper sum at 1.
 

@@ -62,13 +62,14 @@ def _cp(k: np.ndarray, n: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndar
 
 def joint_observations(
     split: VerdictSplit, variant: str, env: TrueEnvConfig, beyond_last_bin: str = "error", source: str = "",
-    alpha: float | None = None,
+    alpha: float | None = None, n_bins: int | None = None,
 ) -> ObservationModel:
     """``μ_k((y, a), x_e)`` for ``f + m``: outcomes ``y`` (no alarm) then ``y + (ALARM_TAG,)`` (alarm).
 
     With ``alpha``, Clopper–Pearson intervals holding jointly at ``1 − alpha`` (Bonferroni over the cells
-    estimated: the ``2 × labels`` cells of the joint column, or for several class objects the two ``P(a | x_1)``
-    and the ``2 × objects × labels`` conditionals, whose interval product bounds each outcome).
+    estimated — the ``2 × labels`` cells of the joint column, or for several class objects the two ``P(a | x_1)``
+    and the ``2 × objects × labels`` conditionals, whose interval product bounds each outcome — times the
+    ``n_bins`` bins the chain decides in; default every bin).
     """
     dc0 = split.no_alarm
     kind, cols = env_columns(dc0, variant, env)
@@ -77,6 +78,7 @@ def joint_observations(
     if pooled:
         n = n[:, None]
     labels = dc0.labels(kind)  # n[a, bin, pred, true]
+    bins_split = n.shape[1] if n_bins is None else max(1, int(n_bins))
     first = n[:, :, :, cols[0]]  # [a, bin, pred]
     total = first.sum(axis=(0, 2))  # [bin]
     lower = upper = None
@@ -87,12 +89,12 @@ def joint_observations(
             names = [(lab,) for lab in labels]
         probs = np.concatenate([_ratio(first[a], total[:, None]) for a in (0, 1)], axis=1)
         if alpha is not None:
-            lo, hi = _cp(first, total[None, :, None], bonferroni(alpha, 2 * len(labels)))
+            lo, hi = _cp(first, total[None, :, None], bonferroni(alpha, 2 * len(labels) * bins_split))
             lower, upper = np.concatenate([lo[0], lo[1]], axis=1), np.concatenate([hi[0], hi[1]], axis=1)
     else:
         combos = list(product(range(len(labels)), repeat=len(cols)))
         names = [tuple(labels[i] for i in c) for c in combos]
-        level = None if alpha is None else bonferroni(alpha, 2 + 2 * len(cols) * len(labels))
+        level = None if alpha is None else bonferroni(alpha, (2 + 2 * len(cols) * len(labels)) * bins_split)
         n_a = first.sum(axis=2)  # [a, bin]
         factors = [(_ratio(n_a, total[None]), *(_cp(n_a, total[None], level) if level else (None, None)))]
         per_a: list[list[np.ndarray]] = [[], [], []]

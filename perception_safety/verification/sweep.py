@@ -76,10 +76,11 @@ def counted_observations(
 
 def observation_model(
     confusion: DistanceConfusion, variant: str, env: TrueEnvConfig, beyond_last_bin: str = "error",
-    name: str | None = None, alpha: float | None = None,
+    name: str | None = None, alpha: float | None = None, bins: np.ndarray | None = None,
 ) -> ObservationModel:
-    """μ_k(·, x_e) of one variant for one true environment; with ``alpha``, its Clopper–Pearson intervals."""
-    return counted_observations(confusion, variant, env, beyond_last_bin, name).model(alpha)
+    """μ_k(·, x_e) of one variant for one true environment; with ``alpha``, its Clopper–Pearson intervals
+    (jointly at ``1 − alpha`` over the used columns in ``bins``, default every bin)."""
+    return counted_observations(confusion, variant, env, beyond_last_bin, name).model(alpha, bins)
 
 
 def env_labels(
@@ -151,7 +152,7 @@ def run_sweep(
     for variant in cfg.variants:
         for env_name in cfg.true_envs:
             counted = counted_observations(confusion, variant, cfg.true_envs[env_name], cfg.beyond_last_bin, name)
-            obs = counted.model(cfg.alpha if cfg.bounds.enabled else None)
+            obs = counted.model()
             draws = posterior_draws(counted, cfg, variant, env_name)
             for V in cfg.max_speeds:
                 t0 = time.perf_counter()
@@ -164,7 +165,7 @@ def run_sweep(
                 values = {spec_name: check(chain, formula) for spec_name, formula in specs.items()}
                 t2 = time.perf_counter()
                 where = f"{variant}/{env_name}/V={V}"
-                bounds, info = chain_bounds(system, obs, specs, cfg, where, warnings)
+                bounds, info = chain_bounds(system, counted, specs, cfg, where, warnings)
                 t3 = time.perf_counter()
                 post = chain_posterior(system, obs, draws, specs, cfg, warnings)
                 t4 = time.perf_counter()
@@ -228,8 +229,12 @@ def bounds_description(cfg: VerificationConfig) -> dict[str, Any]:
         "enabled": cfg.bounds.enabled,
         "alpha": cfg.alpha,
         "method": "interval DTMC: per bin and true column, two-sided Clopper-Pearson interval of each P(obs | env) "
-                  "at 1 - alpha/M (M = cells of the column, Bonferroni); transition interval = sum over observations "
-                  "with the same controller successor, capped at 1; lower/upper = Storm IDTMC MINIMIZE/MAXIMIZE",
+                  "at 1 - alpha/M (M = cells of the used columns x the bins the chain decides in, Bonferroni), so "
+                  "every interval of one chain, hence every lower/upper of that chain (all specs, all initial "
+                  "speeds), holds jointly at 1 - alpha; transition interval = sum over observations with the same "
+                  "controller successor, capped at 1; lower/upper = Storm IDTMC MINIMIZE/MAXIMIZE",
+        "simultaneous_level": f"1 - alpha = {1 - cfg.alpha:g} per chain (variant, true_env, max_speed); each "
+                              "chain's decision_bins and per_interval_alpha are in chains[]",
     }
 
 

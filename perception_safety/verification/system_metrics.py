@@ -26,7 +26,7 @@ from perception_safety.verification.builder import build_chain
 from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.controllers import resolve_controller
 from perception_safety.verification.errors import VerificationError
-from perception_safety.verification.interval_chain import build_interval_chain
+from perception_safety.verification.interval_chain import build_interval_chain, decision_bins
 from perception_safety.verification.monitor_loop import (
     check_split,
     joint_observations,
@@ -46,12 +46,17 @@ def _probabilities(split: VerdictSplit, cfg: VerificationConfig, variant: str, e
     marginal = split.marginal
     env = cfg.true_envs[env_name]
     g, system = car_system(marginal, cfg, variant, env_name, V, controller)
-    alpha = cfg.alpha / 2 if cfg.bounds.enabled else None
     models = {
-        "f": observation_model(marginal, variant, env, cfg.beyond_last_bin, "frames with a verdict", alpha),
-        "fm": joint_observations(split, variant, env, cfg.beyond_last_bin, f"{variant} + monitor verdict", alpha),
+        "f": observation_model(marginal, variant, env, cfg.beyond_last_bin, "frames with a verdict"),
+        "fm": joint_observations(split, variant, env, cfg.beyond_last_bin, f"{variant} + monitor verdict"),
         "fstar": perfect_observations(marginal, variant, env),
     }
+    if cfg.bounds.enabled:  # each chain's intervals jointly at 1 - alpha/2 over the bins it decides in
+        alpha = cfg.alpha / 2
+        models["f"] = observation_model(marginal, variant, env, cfg.beyond_last_bin, "frames with a verdict", alpha,
+                                        decision_bins(system, models["f"]))
+        models["fm"] = joint_observations(split, variant, env, cfg.beyond_last_bin, f"{variant} + monitor verdict",
+                                          alpha, decision_bins(system, models["fm"]).size)
     starts = [int(s) for s in system.initial_states]
     out: dict[str, Any] = {}
     for key, model in models.items():
@@ -159,7 +164,8 @@ def system_metrics(split: VerdictSplit, cfg: VerificationConfig) -> dict[str, An
             "AC_sys": "P_fm(mission loss) - P_f(mission loss)",
             "hazard": ml.hazard_spec, "mission_loss": ml.mission_loss_spec,
         },
-        "bounds": ("interval DTMCs of f and f+m (Clopper-Pearson per column, Bonferroni, Storm IDTMC), each at "
+        "bounds": ("interval DTMCs of f and f+m (Clopper-Pearson per column cell, Bonferroni over the cells of "
+                   "the used columns in every bin the chain decides in, Storm IDTMC), each at "
                    f"1 - alpha/2 = {1 - cfg.alpha / 2:g} so both hold jointly at 1 - alpha = {1 - cfg.alpha:g}; a "
                    "difference's interval is [lower_a - upper_b, upper_a - lower_b]; f* is exact"
                    if cfg.bounds.enabled else "off"),

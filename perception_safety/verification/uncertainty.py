@@ -16,7 +16,7 @@ from perception_safety.verification.builder import AbstractSystem, ObservationMo
 from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.errors import VerificationError
-from perception_safety.verification.interval_chain import build_interval_chain
+from perception_safety.verification.interval_chain import build_interval_chain, decision_bins
 from perception_safety.verification.posterior import PosteriorSummary, chain_skeleton, posterior_values, summarise
 
 
@@ -25,13 +25,18 @@ def unsupported(spec: str, exc: VerificationError) -> str:
 
 
 def chain_bounds(
-    system: AbstractSystem, obs: ObservationModel, specs: dict[str, str], cfg: VerificationConfig, where: str,
+    system: AbstractSystem, counted: CountedObservations, specs: dict[str, str], cfg: VerificationConfig, where: str,
     warnings: list[str],
 ) -> tuple[dict[str, SpecBounds], dict[str, Any]]:
-    """Interval chain + Storm bounds of every spec; unsupported specs and widened bounds become warnings."""
+    """Interval chain + Storm bounds of every spec; unsupported specs and widened bounds become warnings.
+
+    The intervals are Bonferroni-split over every cell of the used columns in every bin the chain decides in
+    (`interval_chain.decision_bins`), so all bounds of this chain hold jointly at ``1 − alpha``.
+    """
     if not cfg.bounds.enabled:
         return {}, {}
-    ichain = build_interval_chain(system, obs)
+    bins = decision_bins(system, counted.model())
+    ichain = build_interval_chain(system, counted.model(cfg.alpha, bins))
     out: dict[str, SpecBounds] = {}
     for spec_name, b in spec_bounds(ichain, specs, cfg.bounds.cyclic_horizon).items():
         if isinstance(b, VerificationError):
@@ -42,7 +47,10 @@ def chain_bounds(
                             f"{b.residual:.3g} (probability mass still undecided after {b.horizon} steps)")
         out[spec_name] = b
     horizons = {name: b.horizon for name, b in out.items()}
-    return out, {"interval_transitions": ichain.n_transitions, "bounds_horizon": max(horizons.values(), default=0),
+    return out, {"interval_transitions": ichain.n_transitions, "simultaneous_level": 1 - cfg.alpha,
+                 "decision_bins": [int(b) for b in bins],
+                 "per_interval_alpha": counted.per_interval_alpha(cfg.alpha, bins),
+                 "bounds_horizon": max(horizons.values(), default=0),
                  "bounds_exact": all(b.exact for b in out.values()),
                  "bounds_methods": sorted({b.method for b in out.values()}),
                  "bounds_residual": max((b.residual for b in out.values()), default=0.0)}

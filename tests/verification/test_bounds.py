@@ -15,6 +15,7 @@ from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.interval_chain import (
     IntervalChain,
     build_interval_chain,
+    decision_bins,
     interval_storm_model,
 )
 from perception_safety.verification.reach import until_structure
@@ -220,7 +221,9 @@ def test_reference_v1_band_is_clopper_pearson_of_bin0_ped_given_ped(confusion):
     counted = CountedObservations.for_class(confusion.counts("class"), confusion.class_labels, ["ped"],
                                             confusion.bin_edges)
     assert counted.comparisons == 3
-    obs = counted.model(0.05)
+    bins = decision_bins(system, counted.model())
+    assert bins.tolist() == [0]  # V = 1: every decision is taken within 10 m of the crosswalk
+    obs = counted.model(0.05, bins)
     b = spec_bounds(build_interval_chain(system, obs), {"phi": BUILTIN_SPECS["phi"]})["phi"]
     lo, hi = clopper_pearson(31, 158, 0.05 / 3)
     s0 = g.index(1, 1)
@@ -231,17 +234,34 @@ def test_reference_v1_band_is_clopper_pearson_of_bin0_ped_given_ped(confusion):
     assert p == pytest.approx(31 / 158, abs=1e-12) and lo < p < hi
 
 
+def test_simultaneous_level_splits_alpha_over_the_bins_the_chain_decides_in(confusion):
+    """Issue 24 item 7: M = labels x columns x decision bins, so the chain's intervals hold jointly at 1 - alpha."""
+    g = Geometry.reference(5)  # road of 19 cells, crosswalk 17: decisions at 1..16 m -> bins [0, 10) and [10, 20)
+    system = car_pedestrian_system(g, {"ped": True, "obs": False}, range(1, 6))
+    counted = CountedObservations.for_class(confusion.counts("class"), confusion.class_labels, ["ped"],
+                                            confusion.bin_edges)
+    bins = decision_bins(system, counted.model())
+    assert bins.tolist() == [0, 1]
+    assert counted.per_interval_alpha(0.05, bins) == pytest.approx(0.05 / 6)
+    assert counted.per_interval_alpha(0.05) == pytest.approx(0.05 / 30)  # default: every bin of the matrices
+    lo, hi = counted.intervals(0.05, bins)
+    col = confusion.counts("class")[1, :, 0]
+    want = clopper_pearson(col, np.full(3, col.sum()), 0.05 / 6)
+    np.testing.assert_allclose(lo[1], want[0], atol=0)
+    np.testing.assert_allclose(hi[1], want[1], atol=0)
+
+
 def test_counted_intervals_are_per_column_clopper_pearson_and_products_for_two_objects(confusion):
     counts = confusion.counts("class")
     one = CountedObservations.for_class(counts, confusion.class_labels, ["ped"], confusion.bin_edges)
-    lo, hi = one.intervals(0.05)
+    lo, hi = one.intervals(0.05, [0])
     col = counts[:, :, 0]  # true ped, every bin
     want_lo, want_hi = clopper_pearson(col, col.sum(axis=1, keepdims=True) + 0 * col, 0.05 / 3)
     np.testing.assert_allclose(lo, want_lo, atol=0)
     np.testing.assert_allclose(hi, want_hi, atol=0)
     two = CountedObservations.for_class(counts, confusion.class_labels, ["ped", "obs"], confusion.bin_edges)
     assert two.comparisons == 6  # 3 labels x 2 distinct true columns
-    lo2, hi2 = two.intervals(0.05)
+    lo2, hi2 = two.intervals(0.05, [0])
     p2 = two.probabilities()
     assert np.all(lo2 <= p2) and np.all(p2 <= hi2)
     a_lo, a_hi = clopper_pearson(counts[0, 0, 0], counts[0, :, 0].sum(), 0.05 / 6)

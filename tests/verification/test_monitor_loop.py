@@ -168,12 +168,13 @@ def test_against_independent_numpy_solve(fail_safe):
 def test_two_cell_bounds_from_independent_clopper_pearson():
     """The f+m hazard interval of the 2-cell example from scipy's Beta quantiles: the only uncertain step is
     (1, 1) -> (2, 1) (hazard for sure) vs (2, 0) (safe); its mass lies in [max(lo_21, 1 - hi_20),
-    min(hi_21, 1 - lo_20)] with per-cell Clopper-Pearson intervals at alpha/2 / 8 (8 cells of the joint column)."""
+    min(hi_21, 1 - lo_20)] with per-cell Clopper-Pearson intervals at alpha/2 / 8 / 2 (8 cells of the joint column,
+    2 bins with a state whose successor depends on the observation: (1, 1) at 2 m and (2, 1) at 1 m)."""
     from scipy.stats import beta
 
     doc = system_metrics(two_cell_split(), two_cell_config())
     (haz,) = [r for r in doc["results"] if r["measure"] == "hazard"]
-    a = 0.05 / 2 / 8
+    a = 0.05 / 2 / 8 / 2
 
     def cp(k, n=11):
         return (beta.ppf(a / 2, k, n - k + 1) if k else 0.0), (beta.ppf(1 - a / 2, k + 1, n - k) if k < n else 1.0)
