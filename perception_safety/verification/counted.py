@@ -9,11 +9,13 @@ An outcome's probability is the product over its cells ``(pred, true)`` of the c
   the stated level is the true one, issue 24 item 7); ``n = 0`` gives ``[0, 1]``; an outcome's interval is
   the product of its cells' intervals (exact for one cell, sound for products);
 - with per-cluster counts (``clusters[c, bin, pred, true]``, the episode or track as unit, issue 24 item 1)
-  the same interval on the effective counts ``counts / deff`` of each column (`clusters.column_design`),
-  shrunk by the Korn–Graubard factor ``(z / t_{C−1})²``; fewer than 2 clusters give ``[0, 1]``. Without
-  clusters the plain counts are used, exactly as before;
+  each cell's interval is the Korn–Graubard one of `evaluation.clustered` (the confusion analysis quotes the
+  same): Clopper–Pearson on the cell's effective counts (its design effect from the clusters, shrunk by
+  ``(z / t_{C−1})²``); one cluster gives ``[0, 1]``. Without clusters the plain counts are used, exactly as
+  before;
 - ``sample(rng, draws, prior)``: Dirichlet(counts + prior) draws of every used column, per bin, shared by
-  all states of a chain (whole-matrix Monte Carlo; effective counts when clustered).
+  all states of a chain (whole-matrix Monte Carlo; with clusters each column's counts over its design effect,
+  the largest of its cells').
 """
 
 from __future__ import annotations
@@ -23,12 +25,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perception_safety.evaluation.clustered import design_effect, effective_counts
 from perception_safety.evaluation.confusion.types import column_normalize
 from perception_safety.evaluation.intervals import bonferroni, clopper_pearson
 from perception_safety.verification.builder import Observation, ObservationModel
-from perception_safety.verification.clusters import ColumnDesign, column_design, df_factor
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.observations import as_bin_edges, class_cells, outcome_probs, prop_cells
+
+
+@dataclass(frozen=True)
+class ColumnDesign:
+    """Per ``[bin, true]`` column: design effect (≥ 1), clusters with frames in it, frames."""
+
+    deff: np.ndarray
+    clusters: np.ndarray
+    frames: np.ndarray
 
 
 @dataclass(frozen=True, eq=False)
@@ -89,9 +100,18 @@ class CountedObservations:
         """Point estimate ``[bin, outcome]`` (column-normalised counts; an empty column gives 0)."""
         return outcome_probs(column_normalize(self.counts), self.cells)
 
+    def _per_cell(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-cluster ``(successes, trials)`` of every cell, ``[c, bin, pred, true]`` each."""
+        assert self.clusters is not None
+        return self.clusters, np.broadcast_to(self.clusters.sum(axis=2, keepdims=True), self.clusters.shape)
+
     def design(self) -> ColumnDesign | None:
-        """Design effect, clusters and frames per ``[bin, true]`` column; ``None`` without cluster counts."""
-        return None if self.clusters is None else column_design(self.clusters)
+        """Design effect (largest over the column's cells), clusters and frames per ``[bin, true]`` column;
+        ``None`` without cluster counts."""
+        if self.clusters is None:
+            return None
+        deff, _, k = design_effect(*self._per_cell(), axis=0)
+        return ColumnDesign(deff=deff.max(axis=1), clusters=k.max(axis=1), frames=self.counts.sum(axis=1))
 
     def n_bins_used(self, bins: Sequence[int] | np.ndarray | None) -> int:
         """How many bins the Bonferroni split covers: ``bins`` (those the chain decides in), default all."""
@@ -101,28 +121,21 @@ class CountedObservations:
         """``alpha / M``, ``M`` = cells of the used columns × bins used: every interval the chain reads."""
         return bonferroni(alpha, self.comparisons * self.n_bins_used(bins))
 
-    def effective_counts(self, level: float | None = None) -> np.ndarray:
-        """``[bin, pred, true]``: counts over each column's design effect (× the Korn–Graubard factor at
-        per-interval ``level`` when given); the counts themselves without cluster information."""
+    def effective_counts(self) -> np.ndarray:
+        """``[bin, pred, true]``: counts over each column's design effect; the counts themselves without
+        cluster information."""
         d = self.design()
-        if d is None:
-            return self.counts
-        factor = 1.0 / d.deff
-        if level is not None:
-            factor = factor * df_factor(d.clusters, level)
-        return self.counts * factor[:, None, :]
+        return self.counts if d is None else self.counts / d.deff[:, None, :]
 
     def intervals(self, alpha: float, bins: Sequence[int] | np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(lower, upper)`` per ``[bin, outcome]``, all holding jointly at ``1 − alpha`` over the used
         columns and the bins ``bins`` (default: every bin) — Bonferroni over cells × columns × bins."""
         level = self.per_interval_alpha(alpha, bins)
-        k = self.effective_counts(level)
-        n = k.sum(axis=1, keepdims=True)  # [bin, 1, true]
-        lo, hi = clopper_pearson(k, np.broadcast_to(n, k.shape), level)
-        d = self.design()
-        if d is not None:  # fewer than 2 clusters: nothing to estimate the between-cluster variance from
-            few = np.broadcast_to((d.clusters < 2)[:, None, :], lo.shape)
-            lo, hi = np.where(few, 0.0, lo), np.where(few, 1.0, hi)
+        if self.clusters is None:
+            k, n = self.counts, np.broadcast_to(self.counts.sum(axis=1, keepdims=True), self.counts.shape)
+        else:
+            k, n, _ = effective_counts(*self._per_cell(), alpha=level, axis=0)
+        lo, hi = clopper_pearson(np.minimum(k, n), n, level)
         return outcome_probs(lo, self.cells), outcome_probs(hi, self.cells)
 
     def model(self, alpha: float | None = None, bins: Sequence[int] | np.ndarray | None = None) -> ObservationModel:
