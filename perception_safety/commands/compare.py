@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from perception_safety.safe_io import write_text
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     doc["exit_code"] = code
     doc["fail_on"] = args.fail_on
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "compare.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    write_text((args.out / "compare.json"), json.dumps(doc, indent=1) + "\n")
     compare_report(doc, args.label_a, args.label_b).write(args.out / "compare.html")
     s = doc["summary"]
     print(

@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from perception_safety.errors import PerceptionSafetyError
@@ -24,7 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     kinds = p.add_subparsers(dest="kind", metavar="FORMAT", required=True)
 
     def common(sp: argparse.ArgumentParser) -> None:
-        sp.add_argument("--out", metavar="FILE", required=True, help="JSON Lines file to write (replaced)")
+        sp.add_argument(
+            "--out", metavar="FILE", required=True,
+            help="JSON Lines file to write (replaced atomically; a missing folder is created)",
+        )
         sp.add_argument(
             "--class-map",
             metavar="FROM=TO",
@@ -84,12 +86,7 @@ def run(args: argparse.Namespace) -> int:
             args.ground_truth, args.results, mapping, args.distance_key, args.assume_distance, report=report
         )
     out = Path(args.out)
-    tmp = out.with_name(out.name + ".partial")
-    try:
-        write_jsonl_frames(tmp, frames)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    write_jsonl_frames(out, frames)  # atomic: refuses a device/FIFO/link; creates a missing output folder
     for line in report.lines():
         print(line)
     print(f"wrote {out}")

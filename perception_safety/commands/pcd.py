@@ -17,6 +17,7 @@ from typing import Any
 
 from perception_safety.commands._input_roles import add_input_role_flags
 from perception_safety.errors import PerceptionSafetyError
+from perception_safety.safe_io import atomic_open, write_text
 
 
 def register(subparsers: Any) -> None:
@@ -168,8 +169,8 @@ def run(args: argparse.Namespace) -> int:
         for label, samples in loaded:
             safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
             write_samples_csv(out / f"samples_{safe}.csv", samples)
-    (out / "pcd.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
-    with (out / "pcd_table.csv").open("w", newline="", encoding="utf-8") as fh:
+    write_text(out / "pcd.json", json.dumps(doc, indent=1))
+    with atomic_open((out / "pcd_table.csv"), "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(
             [

@@ -31,6 +31,7 @@ from perception_safety.evaluation.returns import (
 )
 from perception_safety.io.config import format_validation_error, load_model
 from perception_safety.io.episode_log import EpisodeLogReport, read_episode_log
+from perception_safety.safe_io import atomic_open, write_text
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -113,7 +114,7 @@ def _print_table(report: dict) -> None:
 def _write_episode_csv(path: Path, report: dict) -> None:
     e1 = report.get("E1", {}).get("per_episode", {})
     e2 = report.get("E2", {}).get("per_episode", {})
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(
             [
@@ -173,7 +174,7 @@ def run(args: argparse.Namespace) -> int:
         _write_episode_csv(args.out / "returns_episodes.csv", report)
         for note in report["notes"]:
             print(f"note: {note}", file=sys.stderr)
-    (args.out / "returns.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_text((args.out / "returns.json"), json.dumps(report, indent=2) + "\n")
     _print_table(report)
     print(f"wrote {args.out / 'returns.json'}")
     return 0

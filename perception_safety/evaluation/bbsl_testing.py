@@ -25,6 +25,7 @@ import numpy as np
 from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.bbsl.spec import Spec
 from perception_safety.core import Frame, iou_matrix, match_boxes
+from perception_safety.safe_io import atomic_open, write_text
 
 
 @dataclass(frozen=True)
@@ -222,9 +223,9 @@ def write_report(report: OracleReport, out_dir: str | Path) -> tuple[Path, Path]
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = out / "bbsl_test_summary.json"
-    summary.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    write_text(summary, json.dumps(report.to_dict(), indent=2) + "\n")
     table = out / "bbsl_test_cases.csv"
-    with table.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(table, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(
             ["frame", "gt_index", "gt_box", "det_index", "det_box", "iou", "expected", "actual", "bbsl_verdict"]

@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from perception_safety.errors import PerceptionSafetyError
+from perception_safety.safe_io.bounded_read import read_text
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -52,6 +53,22 @@ class _BoundedSafeLoader(yaml.SafeLoader):
     def construct_document(self, node: yaml.Node) -> Any:
         _check_node_graph(node)
         return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        """A key written twice in one mapping is an error (PyYAML would silently keep the last value)."""
+        seen: dict[Any, Any] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # '<<: *base' then overriding a key is allowed
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first is not key_node.start_mark:
+                raise _GraphError(f"duplicate key {quote_value(key)} (first at line {first.line + 1})",
+                                  key_node.start_mark)
+        return super().construct_mapping(node, deep)
 
 
 def _check_node_graph(root: yaml.Node) -> None:
@@ -96,17 +113,7 @@ class _GraphError(yaml.YAMLError):
 def load_yaml(path: str | Path) -> dict[str, Any]:
     """Read a YAML mapping safely (no object construction, bounded size, depth and alias expansion)."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read config: {exc.strerror or exc}") from exc
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: config file of {len(raw)} bytes is larger than {MAX_CONFIG_BYTES} bytes")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        raise ConfigError(f"{path}:{line}: not UTF-8 text (byte {exc.start}: {raw[exc.start]:#04x})") from exc
+    text = read_text(path, MAX_CONFIG_BYTES, "config", ConfigError)  # the read itself is bounded (/dev/zero)
     try:
         data = yaml.load(text, Loader=_BoundedSafeLoader)  # a SafeLoader subclass: no Python objects
     except yaml.YAMLError as exc:

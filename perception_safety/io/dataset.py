@@ -24,6 +24,7 @@ from typing import Any
 
 from perception_safety.core.types import Box, Detection, Frame, GroundTruthObject, InvalidValueError
 from perception_safety.errors import PerceptionSafetyError
+from perception_safety.safe_io import atomic_open
 
 
 class DatasetError(PerceptionSafetyError):
@@ -189,7 +190,7 @@ def frame_to_record(frame: Frame) -> dict[str, Any]:
 def write_jsonl_frames(path: str | Path, frames: Iterable[Frame]) -> int:
     """Write frames as a JSON Lines dataset; returns the number written."""
     n = 0
-    with Path(path).open("w", encoding="utf-8") as fh:
+    with atomic_open(path, "w", encoding="utf-8") as fh:
         for frame in frames:
             fh.write(json.dumps(frame_to_record(frame)) + "\n")
             n += 1

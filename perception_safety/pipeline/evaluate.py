@@ -38,6 +38,7 @@ from perception_safety.pipeline.breakdowns import (
     speed_band_parts,
 )
 from perception_safety.pipeline.evaluate_config import STOP_REGION_SPEC, EvaluateConfig
+from perception_safety.safe_io import write_text
 
 PARTIAL_FORMAT = "perception_safety.partial/1"
 
@@ -225,6 +226,6 @@ def map_bags(
             failed[name] = out.error or "failed"
             continue
         path = partial_dir / f"{out.index:05d}_{Path(name).name}.json"
-        path.write_text(out.value, encoding="utf-8")
+        write_text(path, out.value)
         partials.append(json.loads(out.value))
     return MapResult(partials, failed)

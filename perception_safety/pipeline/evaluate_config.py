@@ -117,6 +117,12 @@ def known_names(cfg: EvaluateConfig) -> KnownNames:
 def check_requirement_names(cfg: EvaluateConfig, source: str) -> None:
     """Raise `ConfigError` naming ``source`` and the key of every requirement selector the config lacks."""
     problems = check_names(cfg.requirements, known_names(cfg))
+    first: dict[str, int] = {}
+    for i, r in enumerate(cfg.requirements):  # verdicts, the gate and `compare` key requirements by their label
+        j = first.setdefault(r.label(), i)
+        if j != i:
+            what = "id" if r.id else "requirement (same metric and selectors; give each an 'id')"
+            problems.append((f"requirements.{i}", f"duplicate {what} {r.label()!r}: also requirements.{j}"))
     if problems:
         raise ConfigError("\n".join(f"{source}: {key}: {msg}" for key, msg in problems))
 

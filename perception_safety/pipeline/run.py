@@ -27,6 +27,7 @@ from perception_safety.pipeline.evaluate import NothingUsableError, map_bags, re
 from perception_safety.pipeline.evaluate_config import EvaluateConfig, check_requirement_names
 from perception_safety.pipeline.provenance import HashMode, header_lines, provenance
 from perception_safety.report.html import Report
+from perception_safety.safe_io import write_text
 
 RESULTS_FORMAT = "perception_safety.results/1"
 
@@ -134,7 +135,7 @@ def run_evaluate(
     requirements.run(ev, cfg)
     ev.results["summary"] = [m.__dict__ for m in report.summary]
     ev.results["warnings"] = ev.warnings
-    (out / "results.json").write_text(json.dumps(ev.results, indent=1) + "\n", encoding="utf-8")
+    write_text(out / "results.json", json.dumps(ev.results, indent=1) + "\n")
     report.write(out / "report.html")
     return ev
 

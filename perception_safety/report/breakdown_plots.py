@@ -17,6 +17,7 @@ from matplotlib.figure import Figure
 from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.pcd.compute import PCDResult
 from perception_safety.report.pcd_plots import draw_fit
+from perception_safety.safe_io import atomic_path
 
 
 def _grid(n: int, cols: int, w: float, h: float, sharey: bool = True):
@@ -38,7 +39,8 @@ def _not_computed(ax, title: str, why: str) -> None:
 
 def _save(fig: Figure, path: str | Path, dpi: int = 90) -> Path:
     FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=dpi)
+    with atomic_path(path) as tmp:  # no write through a link/device; complete or absent
+        fig.savefig(tmp, dpi=dpi)
     return Path(path)
 
 

@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.confusion.types import DistanceConfusion, EmptyColumn, Kind, column_normalize
+from perception_safety.safe_io import atomic_path
 
 _TITLES = {"class": "class-labeled", "prop": "proposition-labeled"}
 
@@ -127,7 +128,8 @@ def _bin_title(dc: DistanceConfusion, kind: Kind, k: int | None) -> str:
 
 def _save(fig: Figure, path: Path, dpi: int) -> Path:
     FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=dpi)
+    with atomic_path(path) as tmp:  # no write through a link/device; complete or absent
+        fig.savefig(tmp, dpi=dpi)
     return path
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perception_safety.safe_io import write_text
+
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;max-width:1100px;color:#1b1f24;
 line-height:1.45;padding:0 1em}
@@ -194,5 +196,5 @@ class Report:
 
     def write(self, path: str | Path) -> Path:
         path = Path(path)
-        path.write_text(self.render(), encoding="utf-8")
+        write_text(path, self.render())
         return path

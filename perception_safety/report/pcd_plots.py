@@ -15,6 +15,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from perception_safety.evaluation.pcd.compute import PCDResult
+from perception_safety.safe_io import atomic_path
 
 
 def draw_fit(ax: Axes, result: PCDResult, title: str = "") -> None:
@@ -72,7 +73,8 @@ def draw_surface(ax: Axes, result: PCDResult, title: str = "", vmax: float | Non
 def _save(fig: Figure, path: str | Path) -> Path:
     path = Path(path)
     FigureCanvasAgg(fig)
-    fig.savefig(path, dpi=110)
+    with atomic_path(path) as tmp:  # no write through a link/device; complete or absent
+        fig.savefig(tmp, dpi=110)
     return path
 
 

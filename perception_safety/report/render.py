@@ -19,6 +19,7 @@ from perception_safety.io.bag import BagReadReport, BagTopics, read_frames
 from perception_safety.monitors.composite import build_runtime_monitor, build_stop_rule
 from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.report.overlay import draw_overlay, state_of
+from perception_safety.safe_io import atomic_path, write_bytes
 
 
 class RenderError(PerceptionSafetyError):
@@ -56,8 +57,14 @@ def render_bag(bag: str | Path, out: str | Path, monitors: MonitorsConfig, topic
     if size is None:
         raise RenderError(f"{bag}: no frame has an image (topic {(topics or BagTopics()).image})")
     rate = fps or _fps([f.stamp_ns for f in frames])
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:  # refuses a device/FIFO/link as --out; the video appears only when complete
+        alarms, stops, missing = _write_video(tmp, frames, monitors, rate, size, frames_dir, every)
+    return RenderStats(len(frames), missing, rate, size, alarms, stops, report)
+
+
+def _write_video(out: Path, frames: list, monitors: MonitorsConfig, rate: float, size: tuple[int, int],
+                 frames_dir: str | Path | None, every: int) -> tuple[int, int, int]:
+    """Draw every frame's overlay into the mp4 ``out``; returns (alarm frames, stop frames, frames without image)."""
     writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), rate, size)
     if not writer.isOpened():
         raise RenderError(f"{out}: OpenCV cannot open an mp4v video writer")
@@ -82,7 +89,7 @@ def render_bag(bag: str | Path, out: str | Path, monitors: MonitorsConfig, topic
             bgr = cv2.cvtColor(img, cv2.COLOR_RGB2BGR)
             writer.write(bgr)
             if pngs is not None and every > 0 and i % every == 0:
-                cv2.imwrite(str(pngs / f"frame_{i:05d}.png"), bgr)
+                write_bytes(pngs / f"frame_{i:05d}.png", cv2.imencode(".png", bgr)[1].tobytes())
     finally:
         writer.release()
-    return RenderStats(len(frames), missing, rate, size, alarms, stops, report)
+    return alarms, stops, missing

@@ -15,6 +15,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from perception_safety.safe_io import atomic_path
+
 TITLES = {
     "class": "(a) class-labeled",
     "class_by_distance": "(b) class-labeled, by distance",
@@ -126,5 +128,6 @@ def plot_satisfaction(
     fig.suptitle(f"Satisfaction probability, true environment '{true_env}', spec '{spec}'"
                  + ("\n(shaded: interval-chain bounds [lower, upper])" if banded else ""))
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as tmp:  # no write through a link/device; complete or absent
+        fig.savefig(tmp, dpi=120)
     return path

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from perception_safety.safe_io import atomic_open
 from perception_safety.verification.builder import MarkovChain
 from perception_safety.verification.errors import VerificationError
 
@@ -36,18 +37,18 @@ def export_prism_explicit(chain: MarkovChain, stem: str | Path, state_names: boo
         masks[:, i] = chain.labels[name]
     try:
         stem.parent.mkdir(parents=True, exist_ok=True)
-        with out["tra"].open("w", encoding="ascii") as fh:
+        with atomic_open(out["tra"], "w", encoding="ascii") as fh:
             fh.write(f"{chain.n_states} {chain.n_transitions}\n")
             table = np.empty(chain.n_transitions, dtype=[("i", np.int64), ("j", np.int64), ("p", np.float64)])
             table["i"], table["j"], table["p"] = chain.rows(), chain.indices, chain.data
             np.savetxt(fh, table, fmt="%d %d %.17g")
-        with out["lab"].open("w", encoding="ascii") as fh:
+        with atomic_open(out["lab"], "w", encoding="ascii") as fh:
             fh.write(" ".join(f'{i}="{n}"' for i, n in enumerate(names)) + "\n")
             for s in np.flatnonzero(masks.any(axis=1)):
                 fh.write(f"{s}: " + " ".join(str(i) for i in np.flatnonzero(masks[s])) + "\n")
         if state_names:
             out["sta"] = stem.with_suffix(".sta")
-            with out["sta"].open("w", encoding="utf-8") as fh:
+            with atomic_open(out["sta"], "w", encoding="utf-8") as fh:
                 fh.write("(state)\n")
                 for s in range(chain.n_states):
                     fh.write(f'{s}:("{chain.describe(s)}")\n')

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from perception_safety.evaluation.confusion.types import DistanceConfusion
+from perception_safety.safe_io import atomic_open, write_text
 from perception_safety.verification.builder import AbstractSystem, MarkovChain, ObservationModel, build_chain
 from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
 from perception_safety.verification.config import GeometryConfig, TrueEnvConfig, VerificationConfig
@@ -240,7 +241,7 @@ def bounds_description(cfg: VerificationConfig) -> dict[str, Any]:
 
 def write_json(path: str | Path, document: dict[str, Any]) -> Path:
     path = Path(path)
-    path.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(document, indent=1) + "\n")
     return path
 
 
@@ -253,7 +254,7 @@ def write_csv(path: str | Path, results: tuple[dict[str, Any], ...]) -> Path:
     digits; an empty cell where a bound was not computed; posterior columns only when computed)."""
     path = Path(path)
     cols = [c for c in VALUE_COLUMNS if not c.startswith("posterior") or any(c in r for r in results)]
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow([*KEY_COLUMNS, *cols])
         for r in results:

@@ -33,6 +33,7 @@ from perception_safety.evaluation.confusion.types import (
     column_normalize,
 )
 from perception_safety.evaluation.confusion.uncertainty import entry_intervals
+from perception_safety.safe_io import atomic_open, write_text
 
 FORMAT = "perception_safety.confusion/1"
 
@@ -228,7 +229,7 @@ def to_json_dict(
 def write_json(path: str | Path, dc: DistanceConfusion, **kwargs: Any) -> Path:
     """Write `to_json_dict` to ``path``."""
     path = Path(path)
-    path.write_text(json.dumps(to_json_dict(dc, **kwargs), indent=1) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(to_json_dict(dc, **kwargs), indent=1) + "\n")
     return path
 
 
@@ -238,7 +239,7 @@ def write_csv(
     """Long-format CSV: ``matrix,bin,lo,hi,pred,true,count,column_n,p,p_lower,p_upper`` (bin ``pooled`` for
     pooled rows); the bounds are the two-sided Clopper-Pearson interval at ``1 - alpha``."""
     path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(
             [
@@ -275,7 +276,7 @@ def write_metrics_csv(path: str | Path, rows: list[Any]) -> Path:
     from dataclasses import asdict, fields
 
     path = Path(path)
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         if not rows:
             return path

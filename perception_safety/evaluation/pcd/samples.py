@@ -26,6 +26,7 @@ import numpy as np
 from perception_safety.core import Frame, match_frame
 from perception_safety.core.iou import iou_matrix
 from perception_safety.errors import PerceptionSafetyError
+from perception_safety.safe_io import atomic_open
 
 
 class SampleError(PerceptionSafetyError):
@@ -227,7 +228,7 @@ def read_samples_csv(path: str | Path) -> PCDSamples:
 
 def write_samples_csv(path: str | Path, samples: PCDSamples) -> None:
     """Write ``distance_m,y,missed[,group]`` (the format `read_samples_csv` reads)."""
-    with Path(path).open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         groups = samples.group
         w.writerow(["distance_m", "y", "missed"] + (["group"] if groups is not None else []))

@@ -15,6 +15,7 @@ from perception_safety.evaluation.pcd.compute import PCDError, PCDResult, comput
 from perception_safety.pipeline.analyses.base import Evaluation, pct
 from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.safe_io import write_text
 
 
 def _recall_cell(m: Any) -> str:
@@ -105,5 +106,5 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
                 png = pcd_small_multiples(per_value, attr, target, d / f"{attr}_pcd_{target}.png")
                 sec.figure(png.read_bytes(), f"PCD of '{target}' per {attr} (one panel per value; not computed = why)")
         doc[attr] = attr_doc
-    (d / "breakdowns.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    write_text(d / "breakdowns.json", json.dumps(doc, indent=1))
     ev.results["breakdowns"] = doc

@@ -12,6 +12,7 @@ from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.report.html import Metric
+from perception_safety.safe_io import atomic_open, write_text
 
 ASSUMPTIONS = (
     "What each side assumes. Empirical E1/E2 (from the episode logs): E1 counts every frame on which the "
@@ -81,7 +82,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path, episodes: 
     ev.results["monitor_loop"] = doc
     d = out / "verification"
     d.mkdir(parents=True, exist_ok=True)
-    (d / "monitor_loop.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    write_text(d / "monitor_loop.json", json.dumps(doc, indent=1))
     _write_csv(d / "monitor_loop.csv", doc["results"])
     ml = vcfg.monitor_loop
     sec.text(
@@ -166,7 +167,7 @@ def _write_csv(path: Path, results: list[dict[str, Any]]) -> None:
             "RH_sys", "AC_sys"]
     cols += [f"{c}_{side}" for c in ("P_f", "P_fm", "SG_sys", "RH_sys", "AC_sys") for side in ("lower", "upper")
              if any(f"{c}_{side}" in r for r in results)]
-    with path.open("w", newline="", encoding="utf-8") as fh:
+    with atomic_open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(cols)
         for r in results:

@@ -13,6 +13,7 @@ from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.report.html import Metric
+from perception_safety.safe_io import write_text
 
 
 def _ci(values: tuple[float, float] | list[float] | None) -> str:
@@ -134,5 +135,5 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             "y vs distance: score model mean, ±σ band, change points, p_det (hurdle), PCD with its bootstrap interval",
         )
         sec.figure(surfaces_figure(done, d / "pcd_surface.png").read_bytes(), "PCD surface over (y_t, p_t)")
-    (d / "pcd.json").write_text(json.dumps(out_json, indent=1), encoding="utf-8")
+    write_text(d / "pcd.json", json.dumps(out_json, indent=1))
     ev.results["pcd"] = out_json

@@ -10,6 +10,7 @@ from typing import Any
 from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.report.html import Metric
+from perception_safety.safe_io import write_text
 
 
 def run(ev: Evaluation, episodes: list[Any], notes: list[str], cfg: EvaluateConfig, out: Path) -> None:
@@ -32,7 +33,7 @@ def run(ev: Evaluation, episodes: list[Any], notes: list[str], cfg: EvaluateConf
     for w in doc.get("warnings", []):
         ev.warn("returns", str(w), "returns_explained")
     ev.results["returns"] = doc
-    (out / "returns.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    write_text(out / "returns.json", json.dumps(doc, indent=1))
     rows = []
     for scheme in ("E1", "E2"):
         block = doc.get(scheme)

@@ -10,6 +10,7 @@ from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.report.html import Metric
+from perception_safety.safe_io import write_text
 
 
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
@@ -51,7 +52,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         ev.warn("verification", w, "verification_bounds")
     # Wall-clock times vary run to run: they go to their own file so results.json is reproducible.
     timing_keys = ("build_seconds", "check_seconds", "bounds_seconds", "posterior_seconds")
-    (d / "timings.json").write_text(json.dumps(chains, indent=1), encoding="utf-8")
+    write_text(d / "timings.json", json.dumps(chains, indent=1))
     chains = [{k: v for k, v in c.items() if k not in timing_keys} for c in chains]
     from perception_safety.verification.sweep import bounds_description
 
