@@ -216,6 +216,19 @@ def detections_from_msg(msg: Any) -> tuple[Detection, ...]:
     return tuple(out)
 
 
+def readable_detections(msg: Any) -> tuple[tuple[Detection, ...], tuple[str, ...]]:
+    """The readable detections of a Detection2DArray and one problem per unreadable entry (never raises on an
+    entry): the live monitor judges what it can read and reports the rest (cannot judge is not OK)."""
+    out, problems = [], []
+    for i, det in enumerate(msg.detections):
+        try:
+            class_id, score = _hypothesis(det, i)
+            out.append(Detection(_box_of(det, i), class_id, score))
+        except (InvalidValueError, ValueError, TypeError, AttributeError) as exc:
+            problems.append(str(exc))
+    return tuple(out), tuple(problems)
+
+
 def ground_truth_from_msg(msg: Any) -> tuple[GroundTruthObject, ...]:
     """A ground-truth Detection2DArray as objects with position and distance (its norm)."""
     out = []

@@ -88,6 +88,13 @@ def detections_from_msg(msg: Any, topic: str = "detections") -> tuple[Detection,
     return _convert(bm.detections_from_msg, msg, topic)
 
 
+def readable_detections(msg: Any, topic: str = "detections") -> tuple[tuple[Detection, ...], tuple[str, ...]]:
+    """The readable detections of a ``Detection2DArray`` and one problem per unreadable entry (naming topic and
+    index); a live frame is judged on what can be read, the rest is reported."""
+    dets, problems = bm.readable_detections(msg)
+    return dets, tuple(f"{topic}: {p}" for p in problems)
+
+
 def ground_truth_from_msg(msg: Any, topic: str = "ground_truth") -> tuple[GroundTruthObject, ...]:
     """Ground-truth ``Detection2DArray`` -> objects; distance = norm of ``results[0].pose.pose.position``."""
     return _convert(bm.ground_truth_from_msg, msg, topic)

@@ -112,10 +112,19 @@ class StepAssembler:
         self.running = True
 
     def add(self, pending: _Pending) -> bool:
-        """Queue a frame in stamp order; False (counted in ``late``) if a later frame was already written."""
+        """Queue a frame in stamp order; False (counted in ``late``) if a later frame was already written.
+
+        A second result for a waiting frame's stamp (the safety monitor judged it again on conflicting detection
+        messages) is merged into it, the more cautious way: stop and alarm if either says so.
+        """
         if self.prev_stamp is not None and pending.stamp <= self.prev_stamp:
             self.late += 1
             return False
+        same = next((p for p in self.pending if p.stamp == pending.stamp), None)
+        if same is not None:
+            same.stop, same.alarm = same.stop or pending.stop, same.alarm or pending.alarm
+            same.reasons = tuple(dict.fromkeys(same.reasons + pending.reasons))
+            return True
         i = len(self.pending)
         while i > 0 and self.pending[i - 1].stamp > pending.stamp:
             i -= 1

@@ -10,12 +10,14 @@ a last ``stop_request`` status whose ``alarm`` is the frame's stop decision), an
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.ros import convert, transport
 from perception_safety.ros.diagnostics import InputHealth
+from perception_safety.ros.judgement import Conflicts, DetectionReading, UnjudgedGate
 from perception_safety.ros.limits import check_count
 from perception_safety.ros.liveness import Liveness
 from perception_safety.ros.memory import keep_frame_buffers
@@ -34,6 +36,10 @@ NODE_NAME = "safety_monitor"
 STOP_STATUS = "stop_request"
 #: liveness stop requests are repeated at most this often (ns) while the liveness status is ERROR
 LIVENESS_STOP_PERIOD_NS = 100_000_000
+#: period of the watchdog timer that turns liveness ERROR and late unjudged frames into stop requests (s)
+WATCHDOG_PERIOD_S = 0.05
+#: processed frames remembered (image and detections) to judge a later detection message with the same stamp
+RECENT_FRAMES = 4
 
 
 def _set_opencv_threads(n: int) -> None:
@@ -73,7 +79,14 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.liveness_level = Level.STALE
             self.liveness_stop_ns = 0
             self.transport = transport.describe()
-            self.pairer: StampPairer[Any, Any] = StampPairer(round(p.sync.slop_s * 1e9), p.sync.queue_size)
+            self.pairer: StampPairer[Any, Any] = StampPairer(round(p.sync.slop_s * 1e9), p.sync.queue_size,
+                                                             merge=self._merge_queued)
+            self.gate = UnjudgedGate(p.unjudged_frames, round(p.unjudged_ms * 1e6))
+            self.gate_level = Level.OK
+            self.conflicts = Conflicts()
+            #: stamp -> (image item, detections, stop) of the last processed frames (conflicting stamps)
+            self.recent: OrderedDict[int, tuple[tuple[Any, str], DetectionReading, bool]] = OrderedDict()
+            self.stop_ns = 0
             self.last: dict[str, MonitorResult] = {}
             self.failed: set[str] = set()
             qin = input_qos(p.qos.input_depth, p.qos.reliable_inputs)
@@ -102,6 +115,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.overlay = OverlayPublisher(self, p.topics.overlay, p.overlay, qout)
             self.pub_diag = self.create_publisher(DiagnosticArray, p.topics.diagnostics, qout)
             self.timer = self.create_timer(p.diagnostics_period_s, self._on_timer)
+            self.watchdog = self.create_timer(WATCHDOG_PERIOD_S, self._on_watchdog)
             names = ", ".join(self.suite.names)
             self.get_logger().info(
                 f"monitoring {self.image_topic if p.use_image else '(no image)'} + {self.det_topic} with [{names}]; "
@@ -138,9 +152,9 @@ def make_node(name: str = NODE_NAME) -> Any:
                 if pair is not None:
                     self._process(pair[0], pair[1], pair[2])
             except convert.MessageError as exc:
-                self._reject(self.image_topic, str(exc))
+                self._reject(self.image_topic, str(exc), unjudged=True)
             except Exception as exc:  # the node never dies on input
-                self._reject(self.image_topic, f"internal error: {type(exc).__name__}: {exc}")
+                self._reject(self.image_topic, f"internal error: {type(exc).__name__}: {exc}", unjudged=True)
             if self.liveness.frames == frames:
                 self._check_liveness()
 
@@ -159,49 +173,94 @@ def make_node(name: str = NODE_NAME) -> Any:
                 check_count(raw, self.params.config.limits, self.det_topic)  # before the (costly) decode
                 msg = convert.decode_cdr(raw, "vision_msgs/msg/Detection2DArray", self.det_topic)
                 stamp = convert.stamp_to_ns(msg.header.stamp)
-                dets = convert.detections_from_msg(msg, self.det_topic)
-                if not self.params.config.use_image:
-                    self._process(stamp, (None, str(msg.header.frame_id)), dets)
-                    return
-                pair = self.pairer.add_second(stamp, dets)
-                if pair is not None:
-                    self._process(pair[0], pair[1], pair[2])
+                dets, problems = convert.readable_detections(msg, self.det_topic)
+                if problems:  # judged on the readable boxes; WARN at once, the gate decides about a stop
+                    self._reject(self.det_topic, f"{len(problems)} of {len(dets) + len(problems)} boxes unreadable "
+                                 f"(frame judged on the rest, unjudged): {problems[0]}")
+                self._offer(stamp, str(msg.header.frame_id), DetectionReading(dets, problems))
             except convert.MessageError as exc:
-                self._reject(self.det_topic, str(exc))
+                self._reject(self.det_topic, str(exc), unjudged=True)
             except Exception as exc:
-                self._reject(self.det_topic, f"internal error: {type(exc).__name__}: {exc}")
+                self._reject(self.det_topic, f"internal error: {type(exc).__name__}: {exc}", unjudged=True)
             if self.liveness.frames == frames:
                 self._check_liveness()
 
-        def _reject(self, topic: str, reason: str) -> None:
+        def _offer(self, stamp: int, frame_id: str, reading: DetectionReading) -> None:
+            """A detection message: a second one for a processed frame is a conflict, judged again on both."""
+            if stamp in self.recent:
+                image_item, old, old_stop = self.recent[stamp]
+                merged = old.merged(reading)
+                self.conflicts.add(stamp, self.det_topic, merged.messages)
+                self.get_logger().warning(self.conflicts.last, throttle_duration_sec=1.0)
+                self._process(stamp, image_item, merged, cautious=old_stop, count=reading.unjudged and not old.unjudged)
+                self._publish_diagnostics()
+                return
+            if not self.params.config.use_image:
+                self._process(stamp, (None, frame_id), reading)
+                return
+            pair = self.pairer.add_second(stamp, reading)
+            if pair is not None:
+                self._process(pair[0], pair[1], pair[2])
+
+        def _merge_queued(self, stamp: int, waiting: DetectionReading, new: DetectionReading) -> DetectionReading:
+            """Two detection messages with one stamp, both still waiting for their image: one frame, all boxes."""
+            merged = waiting.merged(new)
+            self.conflicts.add(stamp, self.det_topic, merged.messages)
+            self.get_logger().warning(self.conflicts.last, throttle_duration_sec=1.0)
+            self._publish_diagnostics()
+            return merged
+
+        def _reject(self, topic: str, reason: str, unjudged: bool = False) -> None:
+            """A bad message: reported at once; a message that leaves its frame unjudged feeds the gate too."""
+            if unjudged and self.gate.frame((reason,), self._now()):
+                self._publish_stop(True, unjudged=True)
             self.health.reject(topic, reason)
             self.get_logger().warning(f"skipped message: {reason}", throttle_duration_sec=1.0)
             self._publish_diagnostics()
 
         # ------------------------------------------------------------ monitors
-        def _process(self, stamp: int, image_item: tuple[Any, str], dets: Any) -> None:
+        def _publish_stop(self, stop: bool, unjudged: bool = False) -> None:
+            from std_msgs.msg import Bool
+
+            self.pub_stop.publish(Bool(data=stop))
+            if stop:
+                self.stop_ns = self._now()
+                self.gate.stops += int(unjudged)
+
+        def _process(self, stamp: int, image_item: tuple[Any, str], reading: DetectionReading,
+                     cautious: bool = False, count: bool = True) -> None:
+            """Judge one frame; ``cautious``: a verdict for this stamp already requested a stop (conflict)."""
             image, frame_id = image_item
-            frame = Frame(stamp_ns=stamp, detections=dets, image=image, frame_id=frame_id)
+            frame = Frame(stamp_ns=stamp, detections=reading.detections, image=image, frame_id=frame_id)
             results, failed = self.suite.evaluate(frame)
             if failed:
                 self.get_logger().error(f"monitor(s) {sorted(failed)} raised; fail-safe", throttle_duration_sec=1.0)
             self.health.processed()
             self.liveness.frame(self._now())
-            stop = stop_requested(results, self.params.config, failed, self.suite.runtime.name,
-                                  self.suite.stop_rule.name)
+            judged = stop_requested(results, self.params.config, failed, self.suite.runtime.name,
+                                    self.suite.stop_rule.name)
+            now = self._now()
+            gate_stop = self.gate.frame(reading.problems, now) if count else self.gate.tick(now)
+            stop = judged or gate_stop or cautious
+            why = [w for w, on in (("judged boxes", judged), ("unjudged frames", gate_stop),
+                                   ("conflicting detections", cautious)) if on]
             hw = self.params.config.hardware_id
             statuses = [convert.result_status(r, "", hw) for r in results]
             # the stop decision travels stamped with its frame too (std_msgs/Bool has no header)
             statuses.append(convert.status(STOP_STATUS, Level.WARN if stop else Level.OK,
-                                           "stop requested" if stop else "no stop", {"alarm": stop}, hw))
+                                           f"stop requested: {', '.join(why)}" if stop else "no stop",
+                                           {"alarm": stop, "unjudged_boxes": len(reading.problems),
+                                            "detection_messages": reading.messages}, hw))
             self.pub_results.publish(convert.diagnostic_array_msg(statuses, stamp))
-            from std_msgs.msg import Bool
-
-            self.pub_stop.publish(Bool(data=stop))
+            self._publish_stop(stop, unjudged=gate_stop and not judged)
+            self.recent[stamp] = (image_item, reading, stop)
+            while len(self.recent) > RECENT_FRAMES:
+                self.recent.popitem(last=False)
             self.overlay.maybe_publish(frame, results, stop, self.params.config.monitors, self.suite.plausibility)
-            changed = failed != self.failed or any(
+            changed = failed != self.failed or self.gate.status()[0] != self.gate_level or any(
                 self.last.get(r.name) is None or self.last[r.name].level != r.level for r in results)
             self.failed = failed
+            self.gate_level = self.gate.status()[0]
             self.last = {r.name: r for r in results}
             if changed:
                 self._publish_diagnostics()
@@ -223,10 +282,8 @@ def make_node(name: str = NODE_NAME) -> Any:
             state = self.liveness.state(now, self._liveness_detail())
             if state.stop and self.params.config.liveness.stop_on_error and (
                     now - self.liveness_stop_ns >= LIVENESS_STOP_PERIOD_NS):
-                from std_msgs.msg import Bool
-
                 self.liveness_stop_ns = now
-                self.pub_stop.publish(Bool(data=True))
+                self._publish_stop(True)
                 self.get_logger().error(f"liveness: {state.message}", throttle_duration_sec=5.0)
             if state.level != self.liveness_level:
                 self.liveness_level = state.level
@@ -258,17 +315,35 @@ def make_node(name: str = NODE_NAME) -> Any:
                                               if stale else "no frame processed yet", {}, hw))
                 else:
                     out.append(convert.result_status(r, self.prefix, hw))
+            idle = stale or last is None  # an OK about frames needs frames: never OK while none are judged
+            for what, (level, message), values in (("unjudged", self.gate.status(), self.gate.values()),
+                                                   ("conflicts", self.conflicts.status(),
+                                                    {"conflicts": self.conflicts.total})):
+                if idle and level == Level.OK:
+                    level = self.health.stale_as if stale else Level.STALE
+                    message = f"no recent frame ({message})"
+                out.append(convert.status(f"{self.prefix}{what}", level, message, values, hw))
             return out
 
         def _publish_diagnostics(self) -> None:
             self.pub_diag.publish(convert.diagnostic_array_msg(self._statuses(), self._now()))
 
         def _on_timer(self) -> None:
-            try:
-                self._check_liveness()
-            except Exception as exc:  # the liveness check must never stop the diagnostics timer
-                self.get_logger().error(f"liveness check failed: {exc}", throttle_duration_sec=5.0)
             publish_period_diagnostics(self)
+            self.conflicts.end_period()
+
+        def _on_watchdog(self) -> None:
+            """Stops that no frame carries: unjudged frames not followed by a judged one, liveness ERROR."""
+            try:
+                now = self._now()
+                if self.gate.run_count and self.gate.tick(now) and now - self.stop_ns >= LIVENESS_STOP_PERIOD_NS:
+                    self._publish_stop(True, unjudged=True)
+                if self.gate.status()[0] != self.gate_level:
+                    self.gate_level = self.gate.status()[0]
+                    self._publish_diagnostics()
+                self._check_liveness()
+            except Exception as exc:  # the watchdog must never stop
+                self.get_logger().error(f"watchdog failed: {exc}", throttle_duration_sec=5.0)
 
     return _Node()
 

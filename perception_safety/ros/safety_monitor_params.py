@@ -66,6 +66,10 @@ class SafetyMonitorParams(_Strict):
     diagnostics_period_s: float = Field(default=1.0, ge=MIN_DIAGNOSTICS_PERIOD_S, le=MAX_TIMEOUT_S)
     fail_safe_stop: bool = Field(default=True, description="a monitor that raises requests a stop")
     stop_on_monitor_alarm: bool = Field(default=True, description="a contrast/plausibility alarm requests a stop")
+    unjudged_frames: int = Field(default=2, ge=1, le=1000, description="unjudged frames (unreadable boxes or "
+                                 "messages) in one run that request a stop; the run ends after as many judged frames")
+    unjudged_ms: float = Field(default=250.0, gt=0.0, le=MAX_TIMEOUT_S * 1000, description="an unjudged frame not "
+                               "followed by a judged one within this time requests a stop")
     hardware_id: str = "camera"
     opencv_threads: int = Field(default=1, ge=-1, le=MAX_OPENCV_THREADS,
                                 description="cv2.setNumThreads for the node process: 0/1 no pool, -1 OpenCV default")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -17,6 +18,7 @@ class PairStats:
     pairs: int = 0
     dropped_first: int = 0
     dropped_second: int = 0
+    merged_second: int = 0
 
 
 @dataclass
@@ -25,11 +27,14 @@ class StampPairer(Generic[A, B]):
 
     ``slop_ns = 0`` pairs exact stamps only; otherwise the closest stamp of the other stream within
     ``slop_ns`` is taken. Unpaired messages older than a pair can no longer pair and are dropped; each
-    queue keeps at most ``queue_size`` messages (the oldest is dropped first).
+    queue keeps at most ``queue_size`` messages (the oldest is dropped first). With ``merge``, a ``second``
+    message whose stamp equals a waiting one's is merged into it (``merge(stamp_ns, waiting, new)``, counted in
+    ``merged_second``) instead of waiting beside it and being dropped.
     """
 
     slop_ns: int = 0
     queue_size: int = 10
+    merge: Callable[[int, B, B], B] | None = None
     stats: PairStats = field(default_factory=PairStats)
     _first: deque[tuple[int, Any]] = field(default_factory=deque, repr=False)
     _second: deque[tuple[int, Any]] = field(default_factory=deque, repr=False)
@@ -48,6 +53,11 @@ class StampPairer(Generic[A, B]):
         """Offer a ``second``-stream message; the pair's stamp is the ``first`` message's stamp."""
         found = self._find(self._first, stamp_ns)
         if found is None:
+            same = next((i for i, e in enumerate(self._second) if e[0] == stamp_ns), None)
+            if same is not None and self.merge is not None:
+                self._second[same] = (stamp_ns, self.merge(stamp_ns, self._second[same][1], item))
+                self.stats.merged_second += 1
+                return None
             self._push(self._second, stamp_ns, item, second=True)
             return None
         first_stamp, first_item = found

@@ -33,6 +33,20 @@ def test_detection_box_is_centre_plus_half_size():
     assert (det.class_id, det.score) == ("car", 0.75)
 
 
+def test_readable_detections_keeps_valid_boxes_and_names_each_unreadable_one():
+    dets = [hand_detection(100.0, 50.0, 20.0, 40.0, "person", 0.75),
+            hand_detection(float("nan"), 5.0, 2.0, 2.0, "car", 0.5),
+            hand_detection(10.0, 10.0, 4.0, -4.0, "person", 0.5),
+            hand_detection(10.0, 10.0, 4.0, 4.0, "car", float("inf"))]
+    msg = T[bm.DETECTIONS_TYPE](header=bm.header(5), detections=dets)
+    valid, problems = bm.readable_detections(msg)
+    assert [d.box for d in valid] == [Box(90.0, 30.0, 110.0, 70.0)]
+    assert [p.split(":")[0] for p in problems] == ["detections[1]", "detections[2]", "detections[3]"]
+    assert "non-finite box" in problems[0] and "negative box size" in problems[1] and "non-finite score" in problems[2]
+    with pytest.raises(Exception, match="detections\\[1\\]"):
+        bm.detections_from_msg(msg)  # the offline reader stays strict
+
+
 def test_ground_truth_position_gives_distance_and_track():
     d = hand_detection(10.0, 10.0, 4.0, 8.0, "pedestrian", 1.0, pos=(6.0, 8.0, 0.0), ident="ped7")
     (gt,) = bm.ground_truth_from_msg(T[bm.DETECTIONS_TYPE](header=bm.header(0), detections=[d]))

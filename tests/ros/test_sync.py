@@ -66,3 +66,17 @@ def test_streams_with_the_same_stamps_pair_completely_in_any_interleaving(stamps
             pairs.append(r)
     assert sorted(x[0] for x in pairs) == stamps
     assert all(x[1] == x[2] == x[0] for x in pairs)
+
+
+def test_second_message_with_a_waiting_stamp_is_merged_not_dropped():
+    seen = []
+
+    def merge(stamp, waiting, new):
+        seen.append(stamp)
+        return waiting + new
+
+    p: StampPairer[str, str] = StampPairer(merge=merge)
+    assert p.add_second(10, "far") is None
+    assert p.add_second(10, "+near") is None
+    assert p.add_first(10, "img") == (10, "img", "far+near")
+    assert seen == [10] and p.stats.merged_second == 1 and p.stats.dropped_second == 0
