@@ -14,6 +14,14 @@ class DetectorError(PerceptionSafetyError):
     """A detector cannot be built (model file, YAML description) or its output does not match the description."""
 
 
+class NonFiniteOutputError(DetectorError):
+    """The model gave NaN/inf outputs: the frame was not seen, so it must never become "no detections"."""
+
+    def __init__(self, message: str, values: int) -> None:
+        super().__init__(message)
+        self.values = values
+
+
 @runtime_checkable
 class Detector(Protocol):
     """``detect(image)``: ``image`` is HxWx3 RGB (or HxW mono) uint8; boxes are in that image's pixels."""

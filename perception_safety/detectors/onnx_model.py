@@ -12,7 +12,8 @@ RGB/BGR, ``(pixel * scale - mean) / std``, letterbox or stretch resize) and one 
 Per class the best score is kept, boxes below ``score_threshold`` dropped, then OpenCV NMS. Boxes are mapped back
 to the pixels of the image given to `OnnxDetector.detect`. The model's declared input and output shapes are
 checked against the YAML when it is loaded (a mismatch is a `DetectorError` naming the YAML key); a runtime output
-that does not fit (dynamic shapes) is a `DetectorError` too, which the node reports and skips.
+that does not fit (dynamic shapes) is a `DetectorError` too, which the node reports and skips. NaN/inf outputs are a
+`NonFiniteOutputError` (issue 25 item 3: an all-NaN model used to give "0 detections", a clear road it never saw).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from perception_safety.core.types import Box, Detection
-from perception_safety.detectors.base import DetectorError, as_rgb
+from perception_safety.detectors.base import DetectorError, NonFiniteOutputError, as_rgb
 from perception_safety.detectors.nms import nms
 
 
@@ -262,6 +263,11 @@ class OnnxDetector:
             outs = self.session.run(self.outputs, {self.input.name: x})
         except Exception as exc:
             raise DetectorError(f"{self.source}: inference failed: {exc}") from exc
+        bad = sum(int(np.size(o) - np.count_nonzero(np.isfinite(o))) for o in outs)
+        if bad:  # a NaN row may have been the pedestrian: the frame is an error, never an empty road
+            total = sum(int(np.size(o)) for o in outs)
+            raise NonFiniteOutputError(f"{self.source}: {bad} of {total} output values are NaN/inf: frame not judged "
+                                       "(no detections published)", bad)
         if spec.output.decoder == "yolo":
             boxes, scores, idx = decode_yolo(outs[0], spec)
         else:
@@ -269,7 +275,10 @@ class OnnxDetector:
         if spec.output.normalized:
             boxes = boxes * np.array([spec.input.width, spec.input.height] * 2, np.float64)
         finite = np.isfinite(boxes).all(axis=1) & np.isfinite(scores)
-        boxes, scores, idx = boxes[finite], scores[finite], idx[finite]
+        if not finite.all():  # finite outputs that overflow when scaled (1e38 boxes): as unreadable as NaN
+            raise NonFiniteOutputError(f"{self.source}: {int(np.count_nonzero(~finite))} candidates are not finite "
+                                       "after decoding: frame not judged (no detections published)",
+                                       int(np.count_nonzero(~finite)))
         keep = nms(boxes, scores, idx, spec.score_threshold, spec.iou_threshold, spec.max_detections)
         h, w = image.shape[:2]
         out = []

@@ -2,7 +2,9 @@
 
 The detections carry the image's header (stamp and frame id), so the ``safety_monitor`` pairs them with the same
 image by exact stamp. A frame the detector cannot handle (undecodable image, an output that does not match the
-model's YAML) is skipped and reported on ``/diagnostics``; the node never dies on input. A model that cannot be
+model's YAML) is skipped and reported on ``/diagnostics``; the node never dies on input. A frame whose model outputs
+are NaN/inf is an error frame: nothing is published for it (never a Detection2DArray claiming an empty road), the
+non-finite values are counted and ``/diagnostics`` says ERROR. A model that cannot be
 loaded or whose declared shapes contradict its YAML stops the node at start (exit 2, the YAML file and key).
 """
 
@@ -13,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from perception_safety.detectors import DetectorConfig, DetectorError, build_detector
+from perception_safety.detectors.base import NonFiniteOutputError
 from perception_safety.monitors.base import Level
 from perception_safety.ros import convert, transport
 from perception_safety.ros.diagnostics import InputHealth
@@ -88,6 +91,9 @@ def make_node(name: str = NODE_NAME) -> Any:
                                      stale_level=self.health.stale_as)
             self.transport = transport.describe()
             self.detections_out = 0
+            self.nonfinite_frames = self.nonfinite_values = 0
+            self.error = ""  # the last error frame's reason while it is the latest frame or in this period
+            self.error_in_period = False
             sub = self.create_subscription(Image, p.topics.image, self._on_image,
                                            input_qos(p.qos.input_depth, p.qos.reliable_inputs), raw=True)
             self.image_topic = sub.topic_name
@@ -117,6 +123,9 @@ def make_node(name: str = NODE_NAME) -> Any:
                 stamp = convert.stamp_to_ns(msg.header.stamp)
                 frame_id = self.params.config.frame_id or str(msg.header.frame_id)
                 self.pub_det.publish(convert.detection_array_msg(dets, stamp, frame_id))
+            except NonFiniteOutputError as exc:
+                self._error_frame(exc)
+                return
             except (convert.MessageError, DetectorError) as exc:
                 self._reject(str(exc))
                 return
@@ -126,6 +135,16 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.health.processed()
             self.liveness.frame(self._now())
             self.detections_out += len(dets)
+            if self.error and not self.error_in_period:
+                self.error = ""
+
+        def _error_frame(self, exc: NonFiniteOutputError) -> None:
+            """Non-finite outputs: no detections published; ERROR on /diagnostics at once; counted."""
+            self.nonfinite_frames += 1
+            self.nonfinite_values += exc.values
+            self.error, self.error_in_period = str(exc), True
+            self.get_logger().error(f"error frame: {exc}", throttle_duration_sec=1.0)
+            self._publish_diagnostics()
 
         def _reject(self, reason: str) -> None:
             self.health.reject(self.image_topic, reason)
@@ -140,13 +159,17 @@ def make_node(name: str = NODE_NAME) -> Any:
             if level == Level.OK and live.level != Level.OK:
                 level = Level.WARN if live.level in (Level.WARN, Level.ERROR) else Level.STALE
                 message = f"receiving, but {live.message}"
+            if self.error:
+                level, message = Level.ERROR, f"error frame (nothing published for it): {self.error}"
             values = {**self.health.values(), **live.values, "detections_published": self.detections_out,
+                      "nonfinite_frames": self.nonfinite_frames, "nonfinite_values": self.nonfinite_values,
                       "detector": self.detector.name, **self.transport}
             st = convert.status(f"{self.prefix}detector", level, message, values, hw)
             self.pub_diag.publish(convert.diagnostic_array_msg([st], now))
 
         def _on_timer(self) -> None:
             publish_period_diagnostics(self)
+            self.error_in_period = False
 
     return _Node()
 

@@ -153,3 +153,21 @@ def test_shipped_model_description_and_node_params_validate():
     doc = yaml.safe_load((root / "config" / "detector.yaml").read_text())
     params = DetectorNodeParams.model_validate(doc["detector"]["ros__parameters"])
     assert params.detector.kind == "onnx" and params.topics.detections == "/detections"
+
+
+@pytest.mark.parametrize("poison", ["all_nan", "one_inf_score"])
+def test_non_finite_outputs_are_an_error_never_an_empty_road(tmp_path, poison):
+    """Issue 25 item 3: an all-NaN model used to give 0 detections (a clear road nobody saw)."""
+    from perception_safety.detectors.base import NonFiniteOutputError
+
+    out = _yolo_output()
+    if poison == "all_nan":
+        out[:] = np.nan
+    else:
+        out[0, 5, 3] = np.inf  # one car score of the (otherwise sub-threshold) 4th candidate
+    model = constant_model(tmp_path / "nan.onnx", {"output0": out}, [1, 3, 64, 64])
+    det = build_detector(DetectorConfig(kind="onnx", onnx_model=write_yaml(tmp_path / "nan.yaml", model, **_spec())))
+    with pytest.raises(NonFiniteOutputError, match="NaN/inf") as info:
+        det.detect(np.zeros((64, 64, 3), np.uint8))
+    assert info.value.values == (out.size if poison == "all_nan" else 1)
+    assert isinstance(info.value, DetectorError)

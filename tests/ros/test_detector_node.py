@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -96,3 +97,29 @@ def test_model_yaml_mismatch_stops_the_node_at_start_naming_file_and_key(start_n
     assert proc.stop() == 2
     text = proc.output()
     assert f"{yml}: classes" in text and "Traceback" not in text, text
+
+
+def test_nan_outputs_are_error_frames_never_an_empty_detection_array(ros_client, ros_tools, start_node, tmp_path):
+    """Issue 25 item 3: an all-NaN model became "0 detections" on /detections (a clear road it never saw)."""
+    from perception_safety.ros import convert
+
+    rows = np.full((1, 6, 4), np.nan, np.float32)  # 4 candidates of 4 box + 2 class values, all NaN
+    model = constant_model(tmp_path / "nan.onnx", {"output0": rows}, [1, 3, 64, 64])
+    yml = write_yaml(tmp_path / "nan.yaml", model, input={"width": 64, "height": 64}, output={"decoder": "yolo"},
+                     classes=["person", "car"])
+    proc, pub, out, diag = _start(ros_client, ros_tools, start_node, tmp_path, "det_nan", yml)
+    for k in range(3):
+        pub.publish(convert.image_msg(np.zeros((64, 64, 3), np.uint8), k + 1))
+
+    def errors():
+        return [s for a in list(diag) for s in a.status if s.name == "det_nan: detector" and s.level == b"\x02"]
+
+    assert ros_tools.wait_until(lambda: any(int({kv.key: kv.value for kv in s.values}["nonfinite_frames"]) == 3
+                                            for s in errors()), timeout=10), proc.output()
+    last = errors()[-1]
+    vals = {kv.key: kv.value for kv in last.values}
+    assert int(vals["nonfinite_values"]) == 3 * rows.size and vals["detections_published"] == "0"
+    assert "24 of 24 output values are NaN/inf" in last.message
+    time.sleep(0.5)
+    assert out == [] and proc.alive()  # nothing claims an empty road
+    assert proc.stop(signal.SIGINT) == 0, proc.output()
