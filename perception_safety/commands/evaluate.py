@@ -39,6 +39,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "default), 'full' = sha256 of every bag file (reads all bytes)",
     )
     p.add_argument(
+        "--timings",
+        action="store_true",
+        help="print the wall-clock seconds of every step (also saved in results.json under 'timings')",
+    )
+    p.add_argument(
         "--check",
         action="store_true",
         help="gate on the config's requirements: exit 3 when any requirement fails or could not be evaluated",
@@ -67,6 +72,12 @@ def run(args: argparse.Namespace) -> int:
     )
     out_console = Console()
     print_summary(ev, args.out, out_console)
+    if getattr(args, "timings", False):
+        from perception_safety.pipeline.run import timings_lines
+
+        out_console.print("timings (wall clock):", highlight=False)
+        for line in timings_lines(ev.results["timings"]):
+            out_console.print("  " + line, highlight=False, markup=False)
     block = ev.results.get("requirements")
     if args.check and block is not None and block["overall"] != "PASS":
         out_console.print(

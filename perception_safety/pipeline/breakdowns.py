@@ -20,7 +20,9 @@ import numpy as np
 
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
+from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.io import confusion_from_mapping, to_json_dict
+from perception_safety.evaluation.confusion.subset import select_frames, select_objects
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.pcd.samples import samples_from_frames
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
@@ -32,32 +34,45 @@ PER_FRAME = {SPEED_BAND: "speed_bands", SIZE_BAND: "size_bands"}
 UNKNOWN = "unknown"
 
 
-def frame_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> dict[str, Any]:
-    """The per-frame analyses of a set of frames as JSON: confusion matrices and PCD samples per target."""
+def pcd_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> dict[str, Any]:
+    """PCD samples per target of a set of frames, as JSON."""
+    out: dict[str, Any] = {}
+    for t in cfg.evaluate.pcd_targets:
+        s = samples_from_frames(
+            frames,
+            t.class_id,
+            t.track_id,
+            t.iou_threshold,
+            t.class_aware,
+            source,
+            cfg.pcd.samples.input,
+            cfg.pcd.bootstrap.unit,
+        )
+        out[t.name] = {
+            "x": s.x.tolist(),
+            "y": s.y.tolist(),
+            "missed": s.missed.tolist(),
+            "group": [str(g) for g in s.group] if s.group is not None else None,
+            "input": s.input,
+        }
+    return out
+
+
+def confusion_part(batch: FrameBatch, cfg: EvaluateConfig, source: str) -> dict[str, Any]:
+    """The confusion matrices of one columnar batch, as JSON (one accumulator filled once)."""
+    return to_json_dict(ConfusionAccumulator(cfg.confusion).add_batch(batch).result(source=source))
+
+
+def band_parts(
+    frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str, frame_mask: np.ndarray
+) -> dict[str, Any]:
+    """The per-frame analyses of the frames selected by ``frame_mask``: confusion (from the batch) and PCD."""
     analyses = set(cfg.evaluate.analyses)
-    out: dict[str, Any] = {"frames": len(frames)}
-    if analyses & {"confusion", "verification"}:
-        out["confusion"] = to_json_dict(ConfusionAccumulator(cfg.confusion).add_frames(frames).result(source=source))
+    out: dict[str, Any] = {"frames": int(frame_mask.sum())}
+    if batch is not None:
+        out["confusion"] = confusion_part(select_frames(batch, frame_mask), cfg, source)
     if "pcd" in analyses:
-        out["pcd"] = {}
-        for t in cfg.evaluate.pcd_targets:
-            s = samples_from_frames(
-                frames,
-                t.class_id,
-                t.track_id,
-                t.iou_threshold,
-                t.class_aware,
-                source,
-                cfg.pcd.samples.input,
-                cfg.pcd.bootstrap.unit,
-            )
-            out["pcd"][t.name] = {
-                "x": s.x.tolist(),
-                "y": s.y.tolist(),
-                "missed": s.missed.tolist(),
-                "group": [str(g) for g in s.group] if s.group is not None else None,
-                "input": s.input,
-            }
+        out["pcd"] = pcd_parts([f for f, keep in zip(frames, frame_mask, strict=True) if keep], cfg, source)
     return out
 
 
@@ -71,37 +86,67 @@ def speed_band(speed: float | None, edges: Sequence[float], unit: str = "m/s") -
     return f">= {edges[-1]:g} {unit}" if speed >= edges[-1] else UNKNOWN
 
 
-def speed_band_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> dict[str, Any]:
-    """`frame_parts` per ego-speed band (bands in edge order)."""
+def speed_band_parts(
+    frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str
+) -> dict[str, Any]:
+    """The per-frame analyses per ego-speed band (bands in order of first appearance), each frame counted once."""
     edges = cfg.evaluate.speed_bands_mps
-    groups: dict[str, list[Frame]] = {}
-    for f in frames:
-        groups.setdefault(speed_band(f.ego.speed if f.ego is not None else None, edges), []).append(f)
-    return {band: frame_parts(fs, cfg, source) for band, fs in groups.items()}
+    names = [speed_band(f.ego.speed if f.ego is not None else None, edges) for f in frames]
+    labels = np.asarray(names, dtype=object)
+    return {band: band_parts(frames, batch, cfg, source, labels == band) for band in dict.fromkeys(names)}
 
 
-def size_band_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> dict[str, Any]:
-    """`frame_parts` per object-size band: every frame, keeping only the boxes whose height is in the band."""
+def _band_index(heights: np.ndarray, edges: Sequence[float]) -> np.ndarray:
+    """Index of each height's band among ``speed_band(lo, edges, "px") for lo in edges``; -1 below the first edge."""
+    return np.searchsorted(np.asarray(edges, dtype=float), heights, side="right") - 1
+
+
+def size_band_parts(
+    frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str
+) -> dict[str, Any]:
+    """The per-frame analyses per object-size band: every frame, keeping only the boxes whose height is in the band.
+
+    The confusion of a band comes from the frames' one batch with the other bands' boxes masked out; PCD samples
+    from the frames holding a ground-truth object of the band (a frame without one gives no sample).
+    """
     edges = cfg.evaluate.size_bands_px
+    bands = [speed_band(lo, edges, "px") for lo in edges]  # every band of the edges, '>= last' included
 
+    def index(boxes: Sequence[Any]) -> np.ndarray:
+        return _band_index(np.array([b.box.y_max - b.box.y_min for b in boxes], dtype=float), edges)
+
+    gt_band = [index(f.ground_truth) for f in frames]
+    det_band = [index(f.detections) for f in frames]
+    present = set(np.concatenate([*gt_band, *det_band, np.zeros(0, int)]).tolist())
+    if batch is not None:
+        gt_batch = _band_index(batch.gt_boxes[:, 3] - batch.gt_boxes[:, 1], edges)
+        det_batch = _band_index(batch.det_boxes[:, 3] - batch.det_boxes[:, 1], edges)
+    analyses = set(cfg.evaluate.analyses)
+    out = {}
+    for k, name in enumerate(bands):
+        if k not in present:
+            continue
+        part: dict[str, Any] = {"frames": len(frames)}
+        if batch is not None:
+            part["confusion"] = confusion_part(select_objects(batch, gt_batch == k, det_batch == k), cfg, source)
+        if "pcd" in analyses:
+            pairs = zip(frames, gt_band, strict=True)
+            kept = [_only_band(f, gb == k, name, edges) for f, gb in pairs if (gb == k).any()]
+            part["pcd"] = pcd_parts(kept, cfg, source)
+        out[name] = part
+    return out
+
+
+def _only_band(f: Frame, gt_keep: np.ndarray, name: str, edges: Sequence[float]) -> Frame:
     def band(box: Any) -> str:
         return speed_band(box.y_max - box.y_min, edges, "px")
 
-    bands = [speed_band(lo, edges, "px") for lo in edges]  # every band of the edges, '>= last' included
-    out = {}
-    for name in bands:
-        kept = [
-            replace(
-                f,
-                ground_truth=tuple(g for g in f.ground_truth if band(g.box) == name),
-                detections=tuple(d for d in f.detections if band(d.box) == name),
-                candidates=None if f.candidates is None else tuple(c for c in f.candidates if band(c.box) == name),
-            )
-            for f in frames
-        ]
-        if any(f.ground_truth or f.detections for f in kept):
-            out[name] = frame_parts(kept, cfg, source)
-    return out
+    return replace(
+        f,
+        ground_truth=tuple(g for g, keep in zip(f.ground_truth, gt_keep, strict=True) if keep),
+        detections=tuple(d for d in f.detections if band(d.box) == name),
+        candidates=None if f.candidates is None else tuple(c for c in f.candidates if band(c.box) == name),
+    )
 
 
 @dataclass
@@ -134,17 +179,20 @@ class Group:
 
 
 def reduce_breakdowns(partials: Sequence[Mapping[str, Any]], attributes: Sequence[str]) -> dict[str, dict[str, Group]]:
-    """``{attribute: {value: Group}}`` in input order (values in order of first appearance)."""
+    """``{attribute: {value: Group}}`` over every episode of the partials in input order (values in order of first
+    appearance; bands in value order)."""
+    from perception_safety.pipeline.bag_pass import episode_entries
+
     out: dict[str, dict[str, Group]] = {}
     for attr in attributes:
         groups: dict[str, Group] = {}
-        for p in partials:
+        for bag, ep in episode_entries(partials):
             if attr in PER_FRAME:
-                for band, part in p.get(PER_FRAME[attr], {}).items():
-                    groups.setdefault(band, Group()).add(part, p["bag"])
+                for band, part in ep.get(PER_FRAME[attr], {}).items():
+                    groups.setdefault(band, Group()).add(part, bag)
             else:
-                value = str(p.get("conditions", {}).get(attr, UNKNOWN))
-                groups.setdefault(value, Group()).add(p, p["bag"])
+                value = str(ep.get("conditions", {}).get(attr, UNKNOWN))
+                groups.setdefault(value, Group()).add(ep, bag)
         if attr in PER_FRAME:  # bands in value order, not order of appearance
             groups = dict(sorted(groups.items(), key=lambda kv: _band_key(kv[0])))
         out[attr] = groups

@@ -1,10 +1,12 @@
 """``evaluate``: map every bag to a partial result, reduce the partials, run the analyses on the sums.
 
-Map (`analyse_bag`, one bag, in-process or in a worker process): read the frames once (images are
-not needed), accumulate the confusion matrices, collect PCD samples per target and BBSL test cases.
-A partial is plain JSON (floats round-trip exactly), returned as data by whichever executor ran it
-(`perception_safety.executors`: this process, local workers or Ray tasks) and kept in ``OUT/partials/``;
-the reduce runs in input order on the driver, so every executor and job count gives identical results.
+Map (`analyse_input`, one bag, in-process or in a worker process): the shared pass (`bag_pass`) reads the bag
+once (no images) with its monitor verdicts; per episode, `episode_parts` flattens the frames into one columnar
+batch and fills every accumulator from it (all frames, each verdict, each speed and object-size band), and
+collects PCD samples per target and BBSL test cases. A partial is plain JSON (floats round-trip exactly),
+returned as data by whichever executor ran it (`perception_safety.executors`: this process, local workers or
+Ray tasks) and kept in ``OUT/partials/``; the reduce runs in input order on the driver, so every executor and job
+count gives identical results.
 A bag whose map fails is reported (`MapResult.failed`) and the others are still evaluated.
 """
 
@@ -20,27 +22,28 @@ import numpy as np
 
 from perception_safety.bbsl.spec import Spec, load_spec
 from perception_safety.errors import PerceptionSafetyError
-from perception_safety.evaluation.bbsl_testing import BoxExtent, OracleReport, TestCase, box_extent, run_oracle
+from perception_safety.evaluation.bbsl_testing import BoxExtent, OracleReport, TestCase, run_oracle
 from perception_safety.evaluation.confusion.accumulate import sum_confusions
+from perception_safety.evaluation.confusion.batch import FrameBatch
+from perception_safety.evaluation.confusion.config import ClassMapper
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.executors import ExecutorConfig, Outcome, run_tasks
-from perception_safety.io.bag import BagReadReport, read_frames
 from perception_safety.io.bag_inputs import bag_conditions
 from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings
+from perception_safety.pipeline.bag_pass import EpisodeFrames, MapInput, ReadOptions, episode_entries, run_pass
 from perception_safety.pipeline.breakdowns import (
     SIZE_BAND,
     SPEED_BAND,
     Group,
-    frame_parts,
+    confusion_part,
+    pcd_parts,
     reduce_breakdowns,
     size_band_parts,
     speed_band_parts,
 )
 from perception_safety.pipeline.evaluate_config import STOP_REGION_SPEC, EvaluateConfig
 from perception_safety.safe_io import write_text
-
-PARTIAL_FORMAT = "perception_safety.partial/1"
 
 
 class NothingUsableError(PerceptionSafetyError):
@@ -56,49 +59,62 @@ def load_evaluate_spec(name: str, cfg: EvaluateConfig) -> Spec:
     return load_spec(path, cfg.bbsl.bindings, cfg.bbsl.image_size)
 
 
-def analyse_bag(bag: str, config_json: str) -> dict[str, Any]:
-    """The map step for one bag: a JSON-ready partial result (see the module docstring)."""
-    cfg = EvaluateConfig.model_validate_json(config_json)
+def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
+    """Everything evaluate needs from one episode's frames, from one columnar batch: the confusion matrices, PCD
+    samples per target, the per-band parts of the breakdowns, the counts per verdict and the BBSL test cases."""
     analyses = set(cfg.evaluate.analyses)
-    report = BagReadReport()
-    frames = list(
-        read_frames(bag, topics=cfg.bags.topics, tolerance_ns=cfg.bags.tolerance_ns, with_images=False, report=report)
+    frames, source = ep.frames, ep.source
+    batch = (
+        FrameBatch.from_frames(frames, ClassMapper(cfg.confusion)) if analyses & {"confusion", "verification"} else None
     )
-    partial: dict[str, Any] = {
-        "format": PARTIAL_FORMAT,
-        "bag": bag,
-        "frames": len(frames),
-        "read_report": {
-            "skipped": [[s.topic, s.index, s.reason] for s in report.skipped],
-            "unmatched": {topic: n for (_, topic), n in sorted(report.unmatched.items())},
-            "missing_topics": [topic for _, topic in report.missing_topics],
-        },
-    }
-    ext = box_extent(frames, cfg.bbsl.image_size, cfg.evaluate.warn_box_overflow_px)
-    partial["box_extent"] = [ext.max_x, ext.max_y, ext.outside, ext.boxes]
-    partial.update({k: v for k, v in frame_parts(frames, cfg, bag).items() if k != "frames"})
-    if cfg.evaluate.breakdowns:
-        partial["conditions"] = bag_conditions(Path(bag))
-        if SPEED_BAND in cfg.evaluate.breakdowns:
-            partial["speed_bands"] = speed_band_parts(frames, cfg, bag)
-        if SIZE_BAND in cfg.evaluate.breakdowns:
-            partial["size_bands"] = size_band_parts(frames, cfg, bag)
-    if "verification" in analyses:
-        from perception_safety.pipeline.verdicts import verdict_partial
+    out: dict[str, Any] = {}
+    if batch is not None:
+        out["confusion"] = confusion_part(batch, cfg, source)
+    if "pcd" in analyses:
+        out["pcd"] = pcd_parts(frames, cfg, source)
+    if SPEED_BAND in cfg.evaluate.breakdowns:
+        out["speed_bands"] = speed_band_parts(frames, batch, cfg, source)
+    if SIZE_BAND in cfg.evaluate.breakdowns:
+        out["size_bands"] = size_band_parts(frames, batch, cfg, source)
+    if "verification" in analyses and batch is not None:
+        from perception_safety.pipeline.verdicts import verdict_part
 
-        partial["verdicts"] = verdict_partial(bag, frames, cfg)  # monitor in the loop: counts per verdict
+        out["verdicts"] = verdict_part(ep, batch, cfg)  # monitor in the loop: counts per verdict
     if "bbsl" in analyses:
-        partial["bbsl"] = {}
+        out["bbsl"] = {}
         for name in cfg.evaluate.bbsl_specs:
             rep = run_oracle(load_evaluate_spec(name, cfg), frames, cfg.bbsl)
-            partial["bbsl"][name] = {
+            out["bbsl"][name] = {
                 "case_names": list(rep.case_names),
                 "frames": rep.frames,
                 "out_of_scope": rep.out_of_scope,
                 "test_cases": [_test_case_record(tc) for tc in rep.test_cases],
                 "breakdown_verdicts": list(rep.breakdown_verdicts),
             }
-    return partial
+    return out
+
+
+def read_options(cfg: EvaluateConfig) -> ReadOptions:
+    """What evaluate reads from an input: no images; the monitor's verdicts when verification runs."""
+    statuses = cfg.verification.monitor_loop.status if "verification" in cfg.evaluate.analyses else None
+    return ReadOptions(cfg.bags.topics, cfg.bags.tolerance_ns, with_images=False, statuses=statuses)
+
+
+def analyse_input(inp: MapInput, cfg: EvaluateConfig) -> dict[str, Any]:
+    """The map step for one input: its partial (`bag_pass.run_pass` with `episode_parts`)."""
+    return run_pass(
+        inp,
+        read_options(cfg),
+        lambda ep: episode_parts(ep, cfg),
+        cfg.bbsl.image_size,
+        cfg.evaluate.warn_box_overflow_px,
+    )
+
+
+def analyse_bag(bag: str, config_json: str, conditions: dict[str, str] | None = None) -> dict[str, Any]:
+    """The map step for one bag (conditions parsed from its metadata unless given)."""
+    cond = bag_conditions(Path(bag)) if conditions is None else conditions
+    return analyse_input(MapInput(bag, "bag", cond), EvaluateConfig.model_validate_json(config_json))
 
 
 @dataclass
@@ -145,15 +161,16 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
     for p in partials:
         if "box_extent" in p:
             red.box_extent = red.box_extent.merge(BoxExtent(*p["box_extent"]))
-    confs = [confusion_from_mapping(p["confusion"], p["bag"]) for p in partials if "confusion" in p]
+    episodes = list(episode_entries(partials))
+    confs = [confusion_from_mapping(ep["confusion"], bag) for bag, ep in episodes if "confusion" in ep]
     if confs:
         red.confusion = sum_confusions(confs, source=", ".join(red.bags))
     from perception_safety.pipeline.verdicts import reduce_verdicts
 
     red.verdicts, red.verdict_notes = reduce_verdicts(partials)
-    names = [n for p in partials for n in p.get("pcd", {})]
+    names = [n for _, ep in episodes for n in ep.get("pcd", {})]
     for name in dict.fromkeys(names):
-        parts = [p["pcd"][name] for p in partials if name in p.get("pcd", {})]
+        parts = [ep["pcd"][name] for _, ep in episodes if name in ep.get("pcd", {})]
         red.pcd_samples[name] = (
             np.concatenate([np.asarray(q["x"], dtype=float) for q in parts]),
             np.concatenate([np.asarray(q["y"], dtype=float) for q in parts]),
@@ -167,8 +184,8 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
         )
         kinds = {q.get("input", "") for q in parts if q["x"]} - {""}
         red.pcd_inputs[name] = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
-    for name in dict.fromkeys(n for p in partials for n in p.get("bbsl", {})):
-        parts = [p["bbsl"][name] for p in partials if name in p.get("bbsl", {})]
+    for name in dict.fromkeys(n for _, ep in episodes for n in ep.get("bbsl", {})):
+        parts = [ep["bbsl"][name] for _, ep in episodes if name in ep.get("bbsl", {})]
         bcfg = (cfg or EvaluateConfig()).bbsl
         red.bbsl[name] = OracleReport(
             spec=name,
@@ -184,9 +201,10 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
     return red
 
 
-def analyse_bag_json(bag: str, config_json: str) -> str:
-    """`analyse_bag` as JSON text: the map task every executor runs (the partial travels back as data)."""
-    return json.dumps(analyse_bag(bag, config_json))
+def analyse_input_json(input_json: str, config_json: str) -> str:
+    """`analyse_input` as JSON text: the map task every executor runs (the partial travels back as data)."""
+    inp = MapInput.from_json(json.loads(input_json))
+    return json.dumps(analyse_input(inp, EvaluateConfig.model_validate_json(config_json)))
 
 
 @dataclass(frozen=True)
@@ -198,7 +216,7 @@ class MapResult:
 
 
 def map_bags(
-    bags: Sequence[Path],
+    bags: Sequence[Path | MapInput],
     cfg: EvaluateConfig,
     partial_dir: Path,
     executor: ExecutorConfig | None = None,
@@ -206,19 +224,22 @@ def map_bags(
 ) -> MapResult:
     """Run the map over the bags on ``executor`` (default: ``cfg.executor``); partials in input order.
 
-    Each partial is also written to ``partial_dir`` (for inspection). A bag whose task fails (unreadable,
-    truncated, its worker died after every retry) is left out of the partials and named in ``failed``.
+    A bag given as a path has its conditions read from its metadata here; a `MapInput` carries them. Each
+    partial is also written to ``partial_dir`` (for inspection). A bag whose task fails (unreadable, truncated,
+    its worker died after every retry) is left out of the partials and named in ``failed``.
     """
     executor = executor or cfg.executor
     partial_dir.mkdir(parents=True, exist_ok=True)
     config_json = cfg.model_dump_json()
-    names = [str(b) for b in bags]
+    inputs = [b if isinstance(b, MapInput) else MapInput(str(b), "bag", bag_conditions(Path(b))) for b in bags]
+    names = [i.path for i in inputs]
 
     def done(out: Outcome) -> None:
         if on_done is not None:
             on_done(names[out.index])
 
-    outcomes = run_tasks(analyse_bag_json, [(n, config_json) for n in names], executor, done)
+    tasks = [(json.dumps(i.to_json()), config_json) for i in inputs]
+    outcomes = run_tasks(analyse_input_json, tasks, executor, done)
     partials, failed = [], {}
     for out in outcomes:
         name = names[out.index]

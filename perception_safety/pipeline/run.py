@@ -23,6 +23,7 @@ from perception_safety.pipeline.analyses import (
     verification,
 )
 from perception_safety.pipeline.analyses.base import Evaluation
+from perception_safety.pipeline.bag_pass import MapInput
 from perception_safety.pipeline.evaluate import NothingUsableError, map_bags, reduce_partials
 from perception_safety.pipeline.evaluate_config import EvaluateConfig, check_requirement_names
 from perception_safety.pipeline.provenance import HashMode, header_lines, provenance
@@ -70,18 +71,21 @@ def run_evaluate(
     if jobs is not None:
         cfg = cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"jobs": jobs})})
     out.mkdir(parents=True, exist_ok=True)
-    found = select_bags(inputs, include_perfect, include_monitored)
+    clock = StepClock()
+    found = select_bags(inputs, include_perfect, include_monitored)  # every metadata.yaml parsed here, once
     bags = used(found)
     if not bags:
         extra = f" ({len(found)} excluded: {found[0].excluded})" if found else ""
         raise NothingUsableError(f"no rosbag2 bag found in {', '.join(map(str, inputs))}{extra}")
-    t0 = time.perf_counter()
+    clock.lap("find_inputs")
+    map_inputs = [MapInput(str(b.path), "bag", dict(b.conditions)) for b in found if not b.excluded]
     with progress_bar(console) as bar:
         task = bar.add_task("reading bags", total=len(bags))
-        mapped = map_bags(bags, cfg, out / "partials", on_done=lambda _: bar.advance(task))
+        mapped = map_bags(map_inputs, cfg, out / "partials", on_done=lambda _: bar.advance(task))
+    clock.lap("read_and_map")
     red = reduce_partials(mapped.partials, cfg)
     red.failed = mapped.failed
-    t1 = time.perf_counter()
+    clock.lap("reduce")
     if red.frames == 0:
         lines = [f"  {b}: {r}" for b, r in red.read_reports.items()]
         lines += [f"  {b}: not readable: {reason}" for b, reason in red.failed.items()]
@@ -112,7 +116,7 @@ def run_evaluate(
         report=report,
     )
     warn_about_inputs(ev, found)
-    ev.timings["read_and_map_s"] = t1 - t0
+    clock.lap("provenance")
     analyses = cfg.evaluate.analyses
     all_steps = (("confusion", confusion.run), ("pcd", pcd.run), ("verification", verification.run), ("bbsl", bbsl.run))
     steps = [(a, f) for a, f in all_steps if a in analyses]
@@ -123,21 +127,60 @@ def run_evaluate(
         steps.append(("returns", lambda ev, red, cfg, out: returns.run(ev, episodes, notes, cfg, out)))
     if "verification" in analyses:  # after returns: its table puts the empirical E1/E2 beside the model's
         steps.append(("monitor_loop", lambda ev, red, cfg, out: monitor_loop.run(ev, red, cfg, out, episodes)))
+    clock.lap("episode_logs")
     with progress_bar(console) as bar:
         task = bar.add_task("analyses", total=len(steps))
         for name, step in steps:
             bar.update(task, description=f"analysis: {name}")
-            ts = time.perf_counter()
+            clock.lap()
             step(ev, red, cfg, out)
-            ev.timings[f"{name}_s"] = time.perf_counter() - ts
+            clock.lap(name)
             bar.advance(task)
     quality.run(ev, red)
+    clock.lap("data_quality")
     requirements.run(ev, cfg)
+    clock.lap("requirements")
     ev.results["summary"] = [m.__dict__ for m in report.summary]
     ev.results["warnings"] = ev.warnings
-    write_text(out / "results.json", json.dumps(ev.results, indent=1) + "\n")
     report.write(out / "report.html")
+    clock.lap("report")
+    ev.timings.update(clock.seconds)
+    ev.results["timings"] = timings_block(clock)
+    write_text(out / "results.json", json.dumps(ev.results, indent=1) + "\n")
     return ev
+
+
+class StepClock:
+    """Wall-clock seconds per named step (`lap` closes the step running since the previous lap)."""
+
+    def __init__(self) -> None:
+        self.start = self.last = time.perf_counter()
+        self.seconds: dict[str, float] = {}
+
+    def lap(self, name: str | None = None) -> None:
+        now = time.perf_counter()
+        if name is not None:
+            self.seconds[f"{name}_s"] = self.seconds.get(f"{name}_s", 0.0) + now - self.last
+        self.last = now
+
+    @property
+    def total(self) -> float:
+        return time.perf_counter() - self.start
+
+
+def timings_block(clock: StepClock) -> dict[str, float | str]:
+    """``results.json["timings"]``: seconds per step and in all (wall clock: they change from run to run)."""
+    steps = {k: round(v, 4) for k, v in clock.seconds.items()}
+    return {**steps, "total_s": round(clock.total, 4), "note": "wall-clock seconds; differ from run to run"}
+
+
+def timings_lines(timings: dict[str, float | str]) -> list[str]:
+    """The console table of `--timings`: one line per step with its share of the total."""
+    total = float(timings.get("total_s", 0.0)) or 1.0
+    steps = [(k[:-2], float(v)) for k, v in timings.items() if k.endswith("_s") and k != "total_s"]
+    width = max((len(k) for k, _ in steps), default=5)
+    lines = [f"{k:<{width}}  {v:8.3f} s  {100 * v / total:5.1f} %" for k, v in steps]
+    return [*lines, f"{'total':<{width}}  {total:8.3f} s"]
 
 
 def _conditions_text(b: BagInput) -> str:
@@ -179,4 +222,4 @@ def warn_about_inputs(ev: Evaluation, found: Sequence[BagInput]) -> None:
         )
 
 
-__all__ = ["Evaluation", "progress_bar", "run_evaluate"]
+__all__ = ["Evaluation", "StepClock", "progress_bar", "run_evaluate", "timings_lines"]

@@ -75,7 +75,7 @@ def test_breakdowns_equal_direct_computation(tmp_path):
     assert "Breakdown by weather" in html and "Recall vs distance per weather" in html
 
 
-def test_object_size_band_counts_the_objects_of_each_height(tmp_path):
+def test_object_size_band_counts_the_objects_of_each_height(tmp_path, capsys):
     """Small pedestrians (20 px) are always missed, tall ones (120 px) always found: recall 0 and 1 per band,
     computed independently of the breakdown code from the hand-built counts."""
     from perception_safety.core import Box, Detection, GroundTruthObject
@@ -91,8 +91,15 @@ def test_object_size_band_counts_the_objects_of_each_height(tmp_path):
     text = CONFIG.replace("[weather, ego_speed_band, level]", "[object_size_band]")
     cfg_path.write_text(text.replace("  speed_bands_mps: [0, 5, 10]", "  size_bands_px: [0, 50, 100]"))
     out = tmp_path / "out"
-    assert main(["evaluate", str(tmp_path / "bags"), "--config", str(cfg_path), "--out", str(out)]) == 0
-    bd = json.loads((out / "results.json").read_text())["breakdowns"]["object_size_band"]
+    assert main(["evaluate", str(tmp_path / "bags"), "--config", str(cfg_path), "--out", str(out), "--timings"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    bd = res["breakdowns"]["object_size_band"]
+    # issue 27: per-step wall-clock seconds in results.json and, with --timings, on the console
+    steps = {k: v for k, v in res["timings"].items() if k.endswith("_s") and k != "total_s"}
+    assert {"read_and_map_s", "confusion_s", "pcd_s", "breakdowns_s", "report_s"} <= set(steps)
+    assert all(v >= 0 for v in steps.values()) and sum(steps.values()) <= res["timings"]["total_s"]
+    printed = capsys.readouterr().out
+    assert "timings (wall clock):" in printed and "read_and_map" in printed and "breakdowns" in printed
     assert list(bd) == ["[0, 50) px", ">= 100 px"]  # no object is 50-100 px tall: that band is not listed
     assert bd["[0, 50) px"]["recall"]["ped"]["recall"] == 0.0
     assert bd[">= 100 px"]["recall"]["ped"]["recall"] == 1.0

@@ -52,8 +52,8 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     first = (out / "evaluation" / "results.json").read_text()
     assert main(["demo", "--config", str(cfg), "--out", str(out), "--jobs", "1"]) == 0
     second = (out / "evaluation" / "results.json").read_text()
-    date = re.compile(r'"date_utc": "[0-9T:Z-]+"')
-    assert len(date.findall(first)) == 1
+    date = re.compile(r'"date_utc": "[0-9T:Z-]+"|\n "timings": \{.*?\n \}', re.S)
+    assert len(date.findall(first)) == 2  # the date and the wall-clock timings (issue 27)
     assert date.sub("", second) == date.sub("", first)
     prov = res["provenance"]
     assert prov["version"] and prov["config_sha256"] and len(prov["inputs"]) == 2

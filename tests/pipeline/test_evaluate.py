@@ -122,9 +122,11 @@ def test_one_and_two_jobs_and_ray_give_identical_results(recorded_bags, ray_clus
 
 
 def without_date(path):
-    """results.json minus the one value that changes from run to run, ``provenance.date_utc`` (checked present)."""
+    """results.json minus the values that change from run to run: ``provenance.date_utc`` and the wall-clock
+    ``timings`` (both checked present)."""
     doc = json.loads(path.read_text())
     assert doc["provenance"].pop("date_utc").endswith("Z")
+    assert doc.pop("timings")["total_s"] > 0
     return doc
 
 

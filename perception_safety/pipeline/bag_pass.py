@@ -1,0 +1,134 @@
+"""The per-input pass that `evaluate`, the offline `monitor` command and tuning share (issue 27).
+
+One input (a bag today; a dataset file is another `MapInput.kind`) is read once: its frames (images only when a
+consumer needs them), its monitor verdicts when asked, its read report. The frames are split into episodes (the
+sampling unit of the cluster-aware intervals: a bag is one episode, named by its ``perception_safety.episode``
+custom data, else by the bag itself) and a consumer maps each episode to a JSON-ready part. The partial of an
+input is plain JSON::
+
+    {"format": PARTIAL_FORMAT, "bag": path, "kind": "bag", "frames": n, "read_report": {...},
+     "box_extent": [...], "episodes": [{"episode": id, "conditions": {...}, "frames": n, ...consumer keys}]}
+
+so the reduce can sum over inputs or keep per-episode (per-cluster) counts. The input's conditions come from the
+caller (`io.bag_inputs.select_bags` parsed metadata.yaml once); the pass never parses it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from perception_safety.core.types import Frame
+from perception_safety.evaluation.bbsl_testing import box_extent
+from perception_safety.io.bag import BagError, BagReadReport, BagTopics, read_frames, read_monitor_results
+
+PARTIAL_FORMAT = "perception_safety.partial/2"
+
+
+@dataclass(frozen=True)
+class MapInput:
+    """One input of the pass: its path, kind and the conditions its metadata gave (parsed once by the caller)."""
+
+    path: str
+    kind: str = "bag"
+    conditions: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "kind": self.kind, "conditions": dict(self.conditions)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> MapInput:
+        return cls(str(d["path"]), str(d.get("kind", "bag")), dict(d.get("conditions") or {}))
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the consumers need read: topics, stamp tolerance, images, the monitor's per-frame verdicts."""
+
+    topics: BagTopics = field(default_factory=BagTopics)
+    tolerance_ns: int = 0
+    with_images: bool = False
+    statuses: str | None = None
+    """Name of the monitor status whose alarm is the frame's verdict (None: verdicts not read)."""
+
+
+@dataclass(frozen=True)
+class EpisodeFrames:
+    """The frames of one episode of an input and, when read, each frame's verdict (True alarm, None unknown)."""
+
+    source: str
+    episode: str
+    conditions: Mapping[str, str]
+    frames: Sequence[Frame]
+    verdicts: Sequence[bool | None] | None = None
+    verdicts_missing: str = ""
+    """Why the verdicts are absent (topic or status not in the input), when they were asked for."""
+
+
+EpisodeMap = Callable[[EpisodeFrames], dict[str, Any]]
+
+
+def _bag_verdicts(path: str, frames: Sequence[Frame], opts: ReadOptions) -> tuple[list[bool | None] | None, str]:
+    try:
+        statuses = read_monitor_results(path, opts.topics)
+    except BagError as exc:
+        return None, str(exc)
+    by_stamp: dict[int, bool] = {}
+    for stamp, results in statuses:
+        for r in results:
+            if r.name == opts.statuses:
+                by_stamp[int(stamp)] = bool(r.alarm)
+    if not by_stamp:
+        return None, f"{path}: no status named {opts.statuses!r} on {opts.topics.monitor_results}"
+    return [by_stamp.get(int(f.stamp_ns)) for f in frames], ""
+
+
+def read_episodes(inp: MapInput, opts: ReadOptions, report: BagReadReport) -> Iterator[EpisodeFrames]:
+    """The episodes of one input (a bag: one episode), read once."""
+    if inp.kind != "bag":
+        raise BagError(f"{inp.path}: unknown input kind {inp.kind!r}")
+    frames = list(read_frames(inp.path, opts.topics, opts.tolerance_ns, opts.with_images, report))
+    verdicts, missing = (None, "")
+    if opts.statuses is not None:
+        verdicts, missing = _bag_verdicts(inp.path, frames, opts)
+    episode = str(inp.conditions.get("episode") or inp.path)
+    yield EpisodeFrames(inp.path, episode, inp.conditions, frames, verdicts, missing)
+
+
+def run_pass(inp: MapInput, opts: ReadOptions, episode_map: EpisodeMap, image_size: tuple[int, int] | None = None,
+             overflow_px: float = 0.0) -> dict[str, Any]:
+    """Read ``inp`` once and map each of its episodes with ``episode_map``: the input's partial (module docstring).
+
+    ``image_size`` (width, height) adds the extent of the boxes (`bbsl_testing.box_extent`) checked against it.
+    """
+    report = BagReadReport()
+    episodes = []
+    frames_all: list[Frame] = []
+    for ep in read_episodes(inp, opts, report):
+        frames_all.extend(ep.frames)
+        episodes.append({"episode": ep.episode, "conditions": dict(ep.conditions), "frames": len(ep.frames),
+                         **episode_map(ep)})
+    partial: dict[str, Any] = {
+        "format": PARTIAL_FORMAT,
+        "bag": inp.path,
+        "kind": inp.kind,
+        "frames": len(frames_all),
+        "read_report": {
+            "skipped": [[s.topic, s.index, s.reason] for s in report.skipped],
+            "unmatched": {topic: n for (_, topic), n in sorted(report.unmatched.items())},
+            "missing_topics": [topic for _, topic in report.missing_topics],
+        },
+    }
+    if image_size is not None:
+        ext = box_extent(frames_all, image_size, overflow_px)
+        partial["box_extent"] = [ext.max_x, ext.max_y, ext.outside, ext.boxes]
+    partial["episodes"] = episodes
+    return partial
+
+
+def episode_entries(partials: Sequence[Mapping[str, Any]]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """``(input path, episode entry)`` of every episode of every partial, in input order (the reduce's view)."""
+    for p in partials:
+        for ep in p.get("episodes", ()):
+            yield p["bag"], ep
