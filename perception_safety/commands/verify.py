@@ -145,11 +145,12 @@ def summary_lines(results: Any, env: str, spec: str, max_speed: int, alpha: floa
     if not rows:
         return []
     out = [f"P({spec}) with true environment '{env}', V = {max_speed}: point [interval-chain lower, upper] "
-           f"(Clopper-Pearson, joint {1 - alpha:g} per column)"
+           f"(Clopper-Pearson, every bound of a chain jointly at {1 - alpha:g})"
            + ("; posterior credible interval" if any("posterior_lower" in r for r in rows) else "")]
     for r in rows:
         band = "" if r.get("lower") is None else f" [{r['lower']:.4g}, {r['upper']:.4g}]"
-        post = "" if r.get("posterior_lower") is None else \
-            f"  posterior [{r['posterior_lower']:.4g}, {r['posterior_upper']:.4g}]"
+        post = "" if r.get("posterior_lower") is None else (
+            f"  posterior [{r['posterior_lower']:.4g}, {r['posterior_upper']:.4g}] "
+            f"(MC error {r['posterior_mc_error']:.2g})")
         out.append(f"  {r['variant']:<18} v0={r['initial_speed']}: {r['probability']:.4g}{band}{post}")
     return out

@@ -93,13 +93,16 @@ class BoundsConfig(BaseModel):
 
 
 class PosteriorConfig(BaseModel):
-    """Dirichlet posterior per confusion column; Monte Carlo credible interval of P(φ)."""
+    """Posterior per confusion column; Monte Carlo credible interval of P(φ) (docs/verification.md)."""
 
     model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     enabled: bool = True
+    method: Literal["split", "dirichlet"] = Field(
+        default="split", description="split: Beta(prior, prior) on the hit (diagonal) vs the rest, Dirichlet within "
+        "the rest; dirichlet: Dirichlet(prior) over the whole column (pulls P(hit) towards 1/M)")
     draws: int = Field(default=1000, ge=10, le=1_000_000)
-    prior: PositiveFloat = Field(default=0.5, description="Dirichlet concentration per cell (0.5 = Jeffreys)")
+    prior: PositiveFloat = Field(default=0.5, description="concentration per cell (0.5 = Jeffreys)")
     level: float = Field(default=0.95, gt=0, lt=1, description="equal-tailed credible level")
     seed: int = 0
 

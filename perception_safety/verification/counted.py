@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perception_safety.evaluation.clustered import design_effect, effective_counts
+from perception_safety.evaluation.clustered import degrees_of_freedom_factor, design_effect, effective_counts
 from perception_safety.evaluation.confusion.types import column_normalize
 from perception_safety.evaluation.intervals import bonferroni, clopper_pearson
 from perception_safety.verification.builder import Observation, ObservationModel
@@ -106,12 +106,26 @@ class CountedObservations:
         return self.clusters, np.broadcast_to(self.clusters.sum(axis=2, keepdims=True), self.clusters.shape)
 
     def design(self) -> ColumnDesign | None:
-        """Design effect (largest over the column's cells), clusters and frames per ``[bin, true]`` column;
-        ``None`` without cluster counts."""
+        """Design effect, clusters and frames per ``[bin, true]`` column; ``None`` without cluster counts.
+
+        A column's design effect is the largest of its cells', and at least ``1 + (m_w − 1) ρ`` with ``ρ`` the
+        frame-weighted ICC of the same true label over the bins where it could be estimated (a bin whose
+        frames all fall in one cell has no variation to estimate it from; the detector's episodes are the
+        same there) and ``m_w = Σ m² / Σ m`` the bin's size-weighted cluster size.
+        """
         if self.clusters is None:
             return None
-        deff, _, k = design_effect(*self._per_cell(), axis=0)
-        return ColumnDesign(deff=deff.max(axis=1), clusters=k.max(axis=1), frames=self.counts.sum(axis=1))
+        succ, trials = self._per_cell()
+        deff, icc, k = design_effect(succ, trials, axis=0)
+        frames = self.counts.sum(axis=1)  # [bin, true]
+        n_c = self.clusters.sum(axis=2)  # [c, bin, true]
+        varied = (deff > 1.0) | ((self.counts > 0) & (self.counts < frames[:, None, :]) & (k > 1))
+        w = np.where(varied, self.counts, 0.0)
+        rho = np.divide((w * icc).sum(axis=(0, 1)), w.sum(axis=(0, 1)), out=np.zeros(w.shape[2]),
+                        where=w.sum(axis=(0, 1)) > 0)  # [true]
+        m_w = np.divide((n_c ** 2).sum(axis=0), frames, out=np.ones(frames.shape), where=frames > 0)
+        pooled = 1.0 + (m_w - 1.0) * rho[None, :]
+        return ColumnDesign(deff=np.maximum(deff.max(axis=1), pooled), clusters=k.max(axis=1), frames=frames)
 
     def n_bins_used(self, bins: Sequence[int] | np.ndarray | None) -> int:
         """How many bins the Bonferroni split covers: ``bins`` (those the chain decides in), default all."""
@@ -145,17 +159,36 @@ class CountedObservations:
             lower, upper = self.intervals(alpha, bins)
         return ObservationModel(self.outcomes, self.probabilities(), self.bin_edges, self.source, lower, upper)
 
-    def sample(self, rng: np.random.Generator, draws: int, prior: float = 0.5) -> np.ndarray:
-        """``[draw, bin, outcome]``: μ_k from Dirichlet(counts + prior) draws of each used column.
+    def sample(self, rng: np.random.Generator, draws: int, prior: float = 0.5, method: str = "split",
+               level: float | None = None) -> np.ndarray:
+        """``[draw, bin, outcome]``: μ_k from posterior draws of each used column.
 
         One draw is one whole matrix: every state of a chain in the same bin sees the same column.
+        ``dirichlet``: Dirichlet(counts + prior). ``split``: the column's hit (the diagonal cell) from
+        Beta(hit + prior, rest + prior), the rest split by Dirichlet(rest counts + prior). With clusters the
+        counts are the effective ones (× the Korn–Graubard factor at ``1 − level`` when ``level`` is given).
         """
         if prior <= 0:
             raise VerificationError(f"Dirichlet prior must be > 0, got {prior}")
         cols = self.true_columns
         b, n_labels = self.counts.shape[:2]
         shape = (draws, b, n_labels, cols.size)
-        g = rng.standard_gamma(np.broadcast_to(self.effective_counts()[:, :, cols] + prior, shape))
+        eff = self.effective_counts()
+        d = self.design()
+        if d is not None and level is not None:
+            eff = eff * degrees_of_freedom_factor(d.clusters, 1 - level)[:, None, :]
+        g = rng.standard_gamma(np.broadcast_to(eff[:, :, cols] + prior, shape))
         p = np.zeros((draws, b, n_labels, self.counts.shape[2]))
         p[..., cols] = g / g.sum(axis=2, keepdims=True)
+        if method == "split":
+            diag = np.zeros((n_labels, cols.size), dtype=bool)
+            diag[cols, np.arange(cols.size)] = True
+            k = eff[:, cols, cols]  # [bin, col]
+            rest = eff[:, :, cols].sum(axis=1) - k
+            h1 = rng.standard_gamma(np.broadcast_to(k + prior, (draws, b, cols.size)))
+            h2 = rng.standard_gamma(np.broadcast_to(rest + prior, (draws, b, cols.size)))
+            hit = h1 / (h1 + h2)
+            others = np.where(diag, 0.0, g)
+            others = others / others.sum(axis=2, keepdims=True)
+            p[..., cols] = np.where(diag, hit[:, :, None, :], (1 - hit)[:, :, None, :] * others)
         return outcome_probs(p, self.cells)

@@ -136,13 +136,41 @@ def solve_until_batch(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
 
 @dataclass(frozen=True)
 class PosteriorSummary:
-    """Equal-tailed credible interval ``[lower, upper]`` at ``level`` and the posterior mean, per initial state."""
+    """Equal-tailed credible interval ``[lower, upper]`` at ``level`` and the posterior mean, per initial state;
+    ``mc_error``: the Monte-Carlo standard error of the interval's ends (the larger of the two) and of the mean."""
 
     lower: np.ndarray
     upper: np.ndarray
     mean: np.ndarray
     draws: int
     level: float
+    mc_error: np.ndarray | None = None
+
+
+def quantile_mc_error(values: np.ndarray, q: float) -> np.ndarray:
+    """Monte-Carlo standard error of the ``q``-quantile of ``values`` (axis 0) from the order statistics one
+    binomial standard deviation ``sqrt(D q (1 − q))`` either side of ``D q``: half their distance."""
+    d = values.shape[0]
+    half = np.sqrt(d * q * (1 - q))
+    lo_i, hi_i = int(np.clip(np.floor(d * q - half), 0, d - 1)), int(np.clip(np.ceil(d * q + half), 0, d - 1))
+    s = np.sort(values, axis=0)
+    return (s[hi_i] - s[lo_i]) / 2
+
+
+def summarise(values: np.ndarray, level: float) -> PosteriorSummary:
+    """Equal-tailed ``level`` credible interval over draws (axis 0), with its Monte-Carlo error."""
+    lo, hi = np.quantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    err = np.maximum.reduce([quantile_mc_error(values, (1 - level) / 2), quantile_mc_error(values, (1 + level) / 2),
+                             values.std(axis=0) / np.sqrt(values.shape[0])])
+    return PosteriorSummary(lower=lo, upper=hi, mean=values.mean(axis=0), draws=values.shape[0], level=level,
+                            mc_error=err)
+
+
+def round_to_error(value: float, error: float) -> float:
+    """``value`` rounded to the decimal of ``error``'s leading digit: no digit finer than the MC noise."""
+    if not (np.isfinite(error) and error > 0):
+        return float(value)
+    return float(round(value, int(-np.floor(np.log10(error)))))
 
 
 def posterior_values(skeleton: ChainSkeleton, probs: np.ndarray,
@@ -160,9 +188,3 @@ def posterior_values(skeleton: ChainSkeleton, probs: np.ndarray,
         x = solve_until_batch(skeleton.indptr, skeleton.indices, data, hold, goal)[:, skeleton.initial_states]
         out[name] = 1.0 - x if form.negate else x
     return out
-
-
-def summarise(values: np.ndarray, level: float) -> PosteriorSummary:
-    """Equal-tailed ``level`` credible interval over draws (axis 0)."""
-    lo, hi = np.quantile(values, [(1 - level) / 2, (1 + level) / 2], axis=0)
-    return PosteriorSummary(lower=lo, upper=hi, mean=values.mean(axis=0), draws=values.shape[0], level=level)

@@ -25,6 +25,7 @@ from perception_safety.verification.controllers import ResolvedController, resol
 from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.export import export_drn, export_prism_explicit
+from perception_safety.verification.posterior import round_to_error
 from perception_safety.verification.specs import check, resolve_specs
 from perception_safety.verification.uncertainty import chain_bounds, chain_posterior, posterior_draws
 
@@ -180,11 +181,12 @@ def run_sweep(
                             "upper": None if b is None else float(b.upper[s]),
                         }
                         if draws is not None:
+                            err = None if q is None or q.mc_error is None else float(q.mc_error[i])
                             row.update({
-                                "posterior_lower": None if q is None else float(q.lower[i]),
-                                "posterior_upper": None if q is None else float(q.upper[i]),
-                                "posterior_mean": None if q is None else float(q.mean[i]),
+                                f"posterior_{k}": None if q is None else round_to_error(float(getattr(q, k)[i]), err)
+                                for k in ("lower", "upper", "mean")
                             })
+                            row["posterior_mc_error"] = None if err is None else float(f"{err:.2g}")
                         results.append(row)
                 chains.append({
                     "variant": variant, "true_env": env_name, "max_speed": V, "n_states": chain.n_states,
@@ -224,9 +226,14 @@ def to_json_dict(sweep: SweepResult, matrices: str, confusion: DistanceConfusion
 def bounds_description(cfg: VerificationConfig) -> dict[str, Any]:
     """What ``lower``/``upper`` and ``posterior_*`` mean, for readers of verification.json (docs/verification.md)."""
     return {
-        "posterior": {**cfg.posterior.model_dump(), "method": "Dirichlet(counts + prior) per confusion column and "
-                      "bin, whole matrices drawn (columns shared by all states); equal-tailed credible interval "
-                      "of P(phi) over the draws"},
+        "posterior": {**cfg.posterior.model_dump(), "description": (
+            "per confusion column and bin: " + ("P(hit) ~ Beta(hit + prior, rest + prior) (Jeffreys on the diagonal "
+                                               "cell vs the rest), the rest split by Dirichlet(rest counts + prior)"
+                                               if cfg.posterior.method == "split" else "Dirichlet(counts + prior)")
+            + "; with episodes/tracks, counts over the column's design effect x the Korn-Graubard factor; whole "
+            "matrices drawn (columns shared by all states); equal-tailed credible interval of P(phi) over the draws; "
+            "posterior_* rounded to the decimal of posterior_mc_error (Monte-Carlo standard error of the interval "
+            "ends and the mean)")},
         "enabled": cfg.bounds.enabled,
         "alpha": cfg.alpha,
         "method": "interval DTMC: per bin and true column, two-sided Clopper-Pearson interval of each P(obs | env) "
@@ -246,7 +253,8 @@ def write_json(path: str | Path, document: dict[str, Any]) -> Path:
 
 
 KEY_COLUMNS = ("variant", "true_env", "spec", "max_speed", "initial_speed")
-VALUE_COLUMNS = ("probability", "lower", "upper", "posterior_lower", "posterior_upper", "posterior_mean")
+VALUE_COLUMNS = ("probability", "lower", "upper", "posterior_lower", "posterior_upper", "posterior_mean",
+                 "posterior_mc_error")
 
 
 def write_csv(path: str | Path, results: tuple[dict[str, Any], ...]) -> Path:

@@ -1,4 +1,4 @@
-"""Per-chain uncertainty for the sweep: interval-chain bounds (Storm) and the Dirichlet posterior of P(φ).
+"""Per-chain uncertainty for the sweep: interval-chain bounds (Storm) and the posterior of P(φ).
 
 Both read a spec as constrained reachability (`reach.reach_form`); a spec of another shape gets no bounds and
 no posterior, and says so in a warning (never a silent number).
@@ -64,7 +64,7 @@ def posterior_draws(counted: CountedObservations, cfg: VerificationConfig, varia
         return None
     key = zlib.crc32(f"{variant}/{env_name}".encode())
     rng = np.random.default_rng([cfg.posterior.seed, key])
-    return counted.sample(rng, cfg.posterior.draws, cfg.posterior.prior)
+    return counted.sample(rng, cfg.posterior.draws, cfg.posterior.prior, cfg.posterior.method, cfg.posterior.level)
 
 
 def chain_posterior(

@@ -84,20 +84,29 @@ def test_cycles_are_solved_exactly():
 
 def test_dirichlet_draws_follow_the_posterior_and_share_columns(confusion):
     _, _, counted = car(confusion, 1)
-    draws = counted.sample(np.random.default_rng(0), 20_000, 0.5)
+    draws = counted.sample(np.random.default_rng(0), 20_000, 0.5, "dirichlet")
     col = confusion.counts("class")[0][:, 0]  # bin 0, true ped: 31, 0, 127
     np.testing.assert_allclose(draws[:, 0, :].mean(axis=0), (col + 0.5) / (col.sum() + 1.5), atol=3e-3)
     np.testing.assert_allclose(draws.sum(axis=2), 1.0, atol=1e-12)
+    split = counted.sample(np.random.default_rng(0), 20_000, 0.5, "split")
+    hit = (31 + 0.5) / (158 + 1.0)  # Beta(31.5, 127.5); the rest (0, 127) split by Dirichlet(0.5, 127.5)
+    want = [hit, (1 - hit) * 0.5 / 128.0, (1 - hit) * 127.5 / 128.0]
+    np.testing.assert_allclose(split[:, 0, :].mean(axis=0), want, atol=3e-3)
+    np.testing.assert_allclose(split.sum(axis=2), 1.0, atol=1e-12)
 
 
-def test_v1_credible_interval_is_the_beta_marginal_and_inside_the_interval_bound(confusion):
+@pytest.mark.parametrize(("method", "rest"), [("split", 127.5), ("dirichlet", 128.0)])
+def test_v1_credible_interval_is_the_beta_marginal_and_inside_the_interval_bound(confusion, method, rest):
     _, system, counted = car(confusion, 1)
-    draws = counted.sample(np.random.default_rng(3), 20_000, 0.5)
+    draws = counted.sample(np.random.default_rng(3), 20_000, 0.5, method)
     values = posterior_values(chain_skeleton(system, counted.model()), draws, {"phi": BUILTIN_SPECS["phi"]})
     s = summarise(values["phi"], 0.95)
-    # P(ped | ped) in bin 0 ~ Beta(31 + 0.5, 127 + 0.5 + 0 + 0.5) (marginal of the Dirichlet)
-    want = beta.ppf([0.025, 0.975], 31.5, 128.0)
-    assert s.lower[0] == pytest.approx(want[0], abs=4e-3) and s.upper[0] == pytest.approx(want[1], abs=4e-3)
+    # P(ped | ped) in bin 0 (31 of 158; 127 missed): split = Jeffreys Beta(31 + 0.5, 127 + 0.5); the Dirichlet's
+    # marginal Beta(31 + 0.5, 127 + 0.5 + 0 + 0.5) has one pseudo-count per other cell pulling towards 1/M
+    want = beta.ppf([0.025, 0.975], 31.5, rest)
+    tol = 4 * float(s.mc_error[0])
+    assert 0 < s.mc_error[0] < 2e-3
+    assert s.lower[0] == pytest.approx(want[0], abs=tol) and s.upper[0] == pytest.approx(want[1], abs=tol)
     from perception_safety.evaluation.intervals import clopper_pearson
 
     lo, hi = clopper_pearson(31, 158, 0.05 / 3)
