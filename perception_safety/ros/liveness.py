@@ -4,7 +4,8 @@ Issue 19 item 1: at 1080p on Fast DDS's built-in transports the safety monitor p
 20 s while /diagnostics said OK ("receiving"), and the same with image/detection stamps that never pair.
 `Liveness` watches input arrivals (per topic) and processed frames. When inputs keep arriving but no frame was
 processed for ``warn_after`` it is WARN, after ``error_after`` ERROR with a stop request; when nothing arrives
-at all it is the node's stale level (no frame, no decision; the input status says "no input"). It never says
+at all (silence, issue 25 item 4) it is ERROR with a stop request while the vehicle may be moving (the caller says
+why: no odometry, speed above the standstill threshold), else the node's stale level. It never says
 OK before the first frame was processed. Rates (processed frames and arrivals per topic) are counted over a
 sliding ``window`` of at most `MAX_EVENTS` events per stream, so memory stays bounded at any input rate.
 """
@@ -28,6 +29,7 @@ class LivenessState:
     message: str
     stop: bool
     values: dict[str, float]
+    silent: bool = False
 
 
 def _rate(events: deque[int], now_ns: int, window_ns: int, since_ns: int) -> float:
@@ -76,8 +78,13 @@ class Liveness:
             out[f"input_rate_hz[{topic}]"] = _rate(events, now_ns, self.window_ns, self.started_ns)
         return out
 
-    def state(self, now_ns: int, detail: str = "") -> LivenessState:
-        """The status at ``now_ns``; ``detail`` (e.g. unpaired/skipped counts) is appended to a WARN/ERROR message."""
+    def state(self, now_ns: int, detail: str = "", stop_on_error: bool = True,
+              moving: str | None = None) -> LivenessState:
+        """The status at ``now_ns``; ``detail`` (e.g. unpaired/skipped counts) is appended to a WARN/ERROR message.
+
+        ``stop_on_error``: whether the node publishes the stop of an ERROR (the message says what is published);
+        ``moving``: why the vehicle may be moving (None: at standstill, or silence is not a stop).
+        """
         values: dict[str, float] = {"frames_processed": float(self.frames), **self.rates(now_ns)}
         since_frame = None if self.last_frame_ns is None else (now_ns - self.last_frame_ns) / 1e9
         if since_frame is not None:
@@ -86,9 +93,10 @@ class Liveness:
         pending = 0 if self.pending_since_ns is None else now_ns - self.pending_since_ns
         suffix = f" ({detail})" if detail else ""
         if arriving and pending > self.error_after_ns:
+            action = "stop requested" if stop_on_error else "no stop published (liveness.stop_on_error: false)"
             return LivenessState(Level.ERROR, f"inputs arrive but no frame processed for {pending / 1e9:.1f} s "
-                                 f"(error after {self.error_after_ns / 1e9:g} s): stop requested{suffix}",
-                                 True, values)
+                                 f"(error after {self.error_after_ns / 1e9:g} s): {action}{suffix}",
+                                 stop_on_error, values)
         if arriving and pending > self.warn_after_ns:
             return LivenessState(Level.WARN, f"inputs arrive but no frame processed for {pending / 1e9:.1f} s "
                                  f"(warn after {self.warn_after_ns / 1e9:g} s){suffix}", False, values)
@@ -96,8 +104,11 @@ class Liveness:
             ref = self.started_ns if self.last_input_ns is None else self.last_input_ns
             if now_ns - ref > self.warn_after_ns:
                 what = "no input yet" if self.last_input_ns is None else "no input"
-                return LivenessState(self.stale_level, f"{what} for {(now_ns - ref) / 1e9:.1f} s: monitoring nothing",
-                                     False, values)
+                text = f"{what} for {(now_ns - ref) / 1e9:.1f} s: monitoring nothing"
+                if moving is not None:
+                    return LivenessState(Level.ERROR, f"{text} while the vehicle may be moving ({moving}): "
+                                         "stop requested", True, values, silent=True)
+                return LivenessState(self.stale_level, text, False, values, silent=True)
         if self.last_frame_ns is None:
             return LivenessState(Level.STALE, "no frame processed yet", False, values)
         return LivenessState(Level.OK, f"processing {values['frame_rate_hz']:.1f} frames/s", False, values)

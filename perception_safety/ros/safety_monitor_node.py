@@ -110,6 +110,12 @@ def make_node(name: str = NODE_NAME) -> Any:
                     self.info_topic = sub.topic_name
             sub = self.create_subscription(Detection2DArray, p.topics.detections, self._on_detections, qin, raw=True)
             self.det_topic = sub.topic_name
+            self.ego: tuple[int, float] | None = None  # (node time received, speed m/s) of the latest odometry
+            if p.topics.odometry:
+                from nav_msgs.msg import Odometry
+
+                sub = self.create_subscription(Odometry, p.topics.odometry, self._on_odometry, qin, raw=True)
+                self.odom_topic = sub.topic_name
             self.pub_stop = self.create_publisher(Bool, p.topics.stop_request, qout)
             self.pub_results = self.create_publisher(DiagnosticArray, p.topics.monitor_results, qout)
             self.overlay = OverlayPublisher(self, p.topics.overlay, p.overlay, qout)
@@ -164,6 +170,36 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self.info_size = convert.camera_info_size(msg, self.info_topic)
             except convert.MessageError as exc:
                 self._reject(self.info_topic, str(exc))
+
+        def _on_odometry(self, raw: bytes) -> None:
+            try:
+                msg = convert.decode_cdr(raw, "nav_msgs/msg/Odometry", self.odom_topic)
+                speed = convert.ego_from_msg(msg, self.odom_topic).speed
+                if speed != speed or abs(speed) == float("inf"):
+                    raise convert.MessageError(f"{self.odom_topic}: non-finite speed {speed}")
+                self.ego = (self._now(), speed)
+            except convert.MessageError as exc:
+                self._reject(self.odom_topic, str(exc))
+
+        def _moving(self, now: int) -> str | None:
+            """Why the vehicle may be moving (silence is then a stop), or None at a known standstill."""
+            s = self.params.config.silence
+            if s.stop == "never":
+                return None
+            if s.stop == "always":
+                return "silence.stop: always"
+            if self.ego is None:
+                return "no odometry" + ("" if self.params.config.topics.odometry else " configured")
+            age = (now - self.ego[0]) / 1e9
+            if age > s.odometry_timeout_s:
+                return f"odometry {age:.1f} s old"
+            if abs(self.ego[1]) > s.standstill_speed_mps:
+                return f"ego speed {self.ego[1]:.2f} m/s"
+            return None
+
+        def _live(self, now: int) -> Any:
+            p = self.params.config
+            return self.liveness.state(now, self._liveness_detail(), p.liveness.stop_on_error, self._moving(now))
 
         def _on_detections(self, raw: bytes) -> None:
             frames = self.liveness.frames
@@ -279,9 +315,8 @@ def make_node(name: str = NODE_NAME) -> Any:
         def _check_liveness(self) -> None:
             """Stop requests while liveness is ERROR (rate-limited); /diagnostics at once when its level changes."""
             now = self._now()
-            state = self.liveness.state(now, self._liveness_detail())
-            if state.stop and self.params.config.liveness.stop_on_error and (
-                    now - self.liveness_stop_ns >= LIVENESS_STOP_PERIOD_NS):
+            state = self._live(now)
+            if state.stop and now - self.liveness_stop_ns >= LIVENESS_STOP_PERIOD_NS:
                 self.liveness_stop_ns = now
                 self._publish_stop(True)
                 self.get_logger().error(f"liveness: {state.message}", throttle_duration_sec=5.0)
@@ -297,7 +332,9 @@ def make_node(name: str = NODE_NAME) -> Any:
             values = self.health.values()
             values["unpaired_images"], values["unpaired_detections"] = (
                 self.pairer.stats.dropped_first, self.pairer.stats.dropped_second)
-            live = self.liveness.state(now, self._liveness_detail())
+            live = self._live(now)
+            if live.silent and live.level == Level.ERROR:  # silence while moving: every status says so
+                level, message = Level.ERROR, f"{message}; {live.message}"
             if level == Level.OK and live.level != Level.OK:  # receiving is not OK while no frame comes out
                 level = Level.WARN if live.level in (Level.WARN, Level.ERROR) else Level.STALE
                 message = "receiving, but no frame processed (see liveness)"
@@ -307,10 +344,11 @@ def make_node(name: str = NODE_NAME) -> Any:
             # a member's last result is shown only while frames are being processed: never an old OK
             last = self.liveness.last_frame_ns
             stale = self.health.is_stale(now) or (last is not None and now - last > self.liveness.warn_after_ns)
+            stale_as = Level.ERROR if live.silent and live.stop else self.health.stale_as
             for name in self.suite.names:
                 r = self.last.get(name)
                 if stale or r is None:
-                    lvl = self.health.stale_as if stale else Level.STALE
+                    lvl = stale_as if stale else Level.STALE
                     out.append(convert.status(f"{self.prefix}{name}", lvl, "stale: no recent frame"
                                               if stale else "no frame processed yet", {}, hw))
                 else:
@@ -320,7 +358,7 @@ def make_node(name: str = NODE_NAME) -> Any:
                                                    ("conflicts", self.conflicts.status(),
                                                     {"conflicts": self.conflicts.total})):
                 if idle and level == Level.OK:
-                    level = self.health.stale_as if stale else Level.STALE
+                    level = stale_as if stale else Level.STALE
                     message = f"no recent frame ({message})"
                 out.append(convert.status(f"{self.prefix}{what}", level, message, values, hw))
             return out

@@ -26,6 +26,8 @@ class Topics(_Strict):
     monitor_results: str = "~/monitor_results"
     overlay: str = "~/overlay"
     diagnostics: str = "/diagnostics"
+    odometry: str = ""
+    """nav_msgs/Odometry of the ego ('' = none: the vehicle is taken as moving when the inputs fall silent)."""
 
 
 class SyncParams(_Strict):
@@ -49,6 +51,16 @@ class LivenessParams(_Strict):
     error_after_s: float = Field(default=2.0, gt=0.0, le=MAX_TIMEOUT_S)
     stop_on_error: bool = Field(default=True, description="publish stop requests while liveness is ERROR")
     rate_window_s: float = Field(default=5.0, gt=0.0, le=MAX_TIMEOUT_S, description="window of the frame rate")
+
+
+class SilenceParams(_Strict):
+    """Camera and detector both silent for ``stale_timeout_s``: ERROR + stop requests (``stop``: ``moving`` = while
+    the vehicle may be moving: no odometry, odometry older than ``odometry_timeout_s`` or speed above
+    ``standstill_speed_mps``; ``always``; ``never`` = ``stale_level`` only, as before issue 25)."""
+
+    stop: Literal["moving", "always", "never"] = "moving"
+    standstill_speed_mps: float = Field(default=0.1, ge=0.0, le=10.0)
+    odometry_timeout_s: float = Field(default=0.5, gt=0.0, le=MAX_TIMEOUT_S)
 
 
 class SafetyMonitorParams(_Strict):
@@ -75,6 +87,7 @@ class SafetyMonitorParams(_Strict):
                                 description="cv2.setNumThreads for the node process: 0/1 no pool, -1 OpenCV default")
     keep_frame_buffers: bool = Field(default=True, description="glibc mallopt: reuse freed frame buffers")
     liveness: LivenessParams = LivenessParams()
+    silence: SilenceParams = SilenceParams()
     limits: DetectionLimits = DetectionLimits()
     overlay: OverlayParams = OverlayParams()
     monitors: MonitorsConfig = MonitorsConfig()

@@ -38,6 +38,22 @@ def _dets(stamp_ns, *boxes):
     return msg
 
 
+def warm_up(pubs, out, ros_tools, proc) -> None:
+    """Judged frames (a far car, stamps 1, 2, ...) until one comes out: a reader may not know a writer yet when the
+    writer already knows the reader, and the first samples are then lost."""
+    from perception_safety.ros import convert
+
+    sent = [0]
+
+    def judged() -> bool:
+        sent[0] += 1
+        pubs["image"].publish(convert.image_msg(_image(0), sent[0]))
+        pubs["dets"].publish(_dets(sent[0], ("car", FAR, "")))
+        return ros_tools.wait_until(lambda: len(out["results"]) > 0, timeout=1.0)
+
+    assert ros_tools.wait_until(judged, timeout=30, period=0.0), proc.output()
+
+
 @pytest.fixture
 def node(ros_client, ros_tools, start_node, tmp_path, request):
     """A fresh safety_monitor (the shipped config, test regions) with its own topics; returns pubs and outputs."""
@@ -58,19 +74,7 @@ def node(ros_client, ros_tools, start_node, tmp_path, request):
         all(p.get_subscription_count() > 0 for p in pubs.values())
         and all(ros_client.node.count_publishers(f"/{name}/{t}") > 0 for t in ("stop_request", "monitor_results"))),
         timeout=30), proc.output()
-    # a reader may not know a writer yet when the writer already knows the reader (its first samples are then
-    # lost): warm up with judged frames (far car, stamps 1, 2, ...) until one comes out
-    from perception_safety.ros import convert
-
-    def warmed_up() -> bool:
-        warm = len(warmups) + 1
-        warmups.append(warm)
-        pubs["image"].publish(convert.image_msg(_image(0), warm))
-        pubs["dets"].publish(_dets(warm, ("car", FAR, "")))
-        return ros_tools.wait_until(lambda: len(out["results"]) > 0, timeout=1.0)
-
-    warmups: list[int] = []
-    assert ros_tools.wait_until(warmed_up, timeout=30, period=0.0), proc.output()
+    warm_up(pubs, out, ros_tools, proc)
     return name, proc, pubs, out
 
 

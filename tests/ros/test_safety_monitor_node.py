@@ -27,6 +27,9 @@ def _params(tmp_path, ros_tools, node_name="safety_monitor", **overrides):
     p["monitors"]["plausibility"]["warning_region"] = dict(WARNING)
     p["monitors"]["stop_region"]["region"] = dict(WARNING)
     p.update(stale_timeout_s=0.8, diagnostics_period_s=0.2)
+    # these tests count the stops of frames; silence between them is not what they test (the default, a stop on
+    # silence while the vehicle may be moving, is tested in test_safety_monitor_silence.py)
+    p["silence"] = {"stop": "never"}
     p["qos"]["reliable_inputs"] = True
     for k, v in overrides.items():
         p[k] = v
