@@ -77,3 +77,25 @@ def test_memory_is_bounded_at_any_rate():
         lv.input("/cam", k)
         lv.frame(k)
     assert len(lv._inputs["/cam"]) == MAX_EVENTS and len(lv._frames) == MAX_EVENTS
+
+
+def test_silence_while_moving_is_error_and_stop_at_standstill_stale():
+    lv = _live()
+    lv.input("/cam", 0)
+    lv.frame(0)
+    moving = lv.state(3 * S, moving="no odometry")
+    assert moving.level == Level.ERROR and moving.stop and moving.silent
+    assert "no input for 3.0 s" in moving.message and "(no odometry)" in moving.message
+    standstill = lv.state(3 * S, moving=None)
+    assert standstill.level == Level.STALE and not standstill.stop and standstill.silent
+
+
+def test_error_without_a_published_stop_says_so():
+    lv = _live()
+    t = 0
+    while t <= 3 * S:
+        lv.input("/cam", t)
+        t += S // 10
+    off = lv.state(3 * S, stop_on_error=False)
+    assert off.level == Level.ERROR and not off.stop and "no stop published" in off.message
+    assert "stop requested" not in off.message and lv.state(3 * S).stop
