@@ -20,8 +20,8 @@ from pathlib import Path
 from perception_safety.monitors.perturbations import PERTURBATIONS, perturb
 from perception_safety.sim.builtin import BuiltinBackend
 from perception_safety.sim.config import EpisodesConfig, PerturbationSpec, load_episodes_config
-from perception_safety.sim.runner import EpisodeEngine, monitors_for, plan_episodes, run_sweep, write_episode
 from perception_safety.sim.scenario import Control
+from perception_safety.sim.sweep import EpisodeEngine, monitors_for, plan_episodes, run_sweep, write_episode
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,7 +26,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from perception_safety.sim.config import load_episodes_config
-    from perception_safety.sim.runner import monitors_for, run_sweep
+    from perception_safety.sim.sweep import monitors_for, run_sweep
 
     cfg = load_episodes_config(args.config)
     monitors = monitors_for(cfg, args.config)

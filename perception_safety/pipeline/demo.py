@@ -15,7 +15,7 @@ from perception_safety.io.paths import resolve_file
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
 from perception_safety.pipeline.run import Evaluation, progress_bar, run_evaluate
 from perception_safety.sim.config import load_episodes_config
-from perception_safety.sim.runner import BAGS_DIR, LOGS_DIR, monitors_for, plan_episodes, run_sweep
+from perception_safety.sim.sweep import BAGS_DIR, LOGS_DIR, monitors_for, plan_episodes, run_sweep
 
 DETECTOR_ROLLOUT = "perception"
 """Recordings of the rollout driven by the detector under test (f) are what the detector is evaluated on."""

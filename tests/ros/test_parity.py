@@ -119,7 +119,7 @@ def demo_episode(tmp_path_factory):
     """One episode of the demo (config/demo.yaml: 1280x720 camera, JPEG recording), heavy smoke: the builtin
     simulator, the simulated detector, the runner's monitors on the decoded JPEG frames."""
     from perception_safety.sim.config import PerturbationSpec, load_episodes_config
-    from perception_safety.sim.runner import monitors_for, run_sweep
+    from perception_safety.sim.sweep import monitors_for, run_sweep
 
     from .conftest import ROOT
 

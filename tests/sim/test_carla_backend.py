@@ -128,7 +128,7 @@ def test_nothing_but_the_carla_backend_imports_carla() -> None:
 
     code = (
         "import sys\n"
-        "import perception_safety.sim.runner, perception_safety.commands.episodes\n"
+        "import perception_safety.sim.sweep, perception_safety.commands.episodes\n"
         "from perception_safety.sim.carla_backend import spawn_plan\n"
         "assert 'carla' not in sys.modules, 'carla imported eagerly'\n"
     )

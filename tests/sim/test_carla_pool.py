@@ -9,7 +9,7 @@ import pytest
 
 from perception_safety.cli import main
 from perception_safety.sim.config import load_episodes_config
-from perception_safety.sim.runner import sweep_fingerprint
+from perception_safety.sim.sweep import sweep_fingerprint
 
 from .conftest import write_tiny_config
 

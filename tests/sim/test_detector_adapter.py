@@ -10,7 +10,7 @@ import pytest
 
 from perception_safety.detectors import DetectorError
 from perception_safety.sim.config import load_episodes_config
-from perception_safety.sim.runner import EpisodeEngine, monitors_for, plan_episodes
+from perception_safety.sim.sweep import EpisodeEngine, monitors_for, plan_episodes
 
 from .conftest import write_tiny_config
 

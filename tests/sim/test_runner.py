@@ -15,7 +15,7 @@ import pytest
 from perception_safety.cli import main
 from perception_safety.io.episode_log import read_episode_log
 from perception_safety.sim.config import PerturbationSpec, load_episodes_config
-from perception_safety.sim.runner import EpisodeRunError, monitors_for, plan_episodes, run_sweep
+from perception_safety.sim.sweep import EpisodeRunError, monitors_for, plan_episodes, run_sweep
 
 from .conftest import write_tiny_config
 

@@ -16,7 +16,7 @@ import pytest
 from perception_safety.cli import main
 from perception_safety.executors import ExecutorConfig
 from perception_safety.sim.config import load_episodes_config
-from perception_safety.sim.runner import EpisodeRunError, inside, monitors_for, run_sweep
+from perception_safety.sim.sweep import EpisodeRunError, inside, monitors_for, run_sweep
 
 from .conftest import write_tiny_config
 
