@@ -10,15 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.stats import chi2
 
 from perception_safety.evaluation.pcd.config import PCDConfig
-
-if TYPE_CHECKING:
-    from perception_safety.evaluation.pcd.compute import Segment
+from perception_safety.evaluation.pcd.segments import Segment
 
 
 @dataclass(frozen=True)
