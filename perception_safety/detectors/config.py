@@ -1,4 +1,4 @@
-"""Which detector to build (``kind``) and its settings; `build_detector` makes the `Detector`."""
+"""Which detector to build (``kind``) and its settings (`build.build_detector` makes the `Detector`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from perception_safety.detectors.base import Detector, DetectorError
 
 
 class _Strict(BaseModel):
@@ -39,21 +37,3 @@ class DetectorConfig(_Strict):
         if self.kind == "onnx" and self.onnx_model is None:
             raise ValueError("kind onnx needs onnx_model (the model's YAML file)")
         return self
-
-
-def build_detector(cfg: DetectorConfig) -> Detector:
-    """The configured detector; a missing/unloadable model or a YAML that does not match it is a `DetectorError`."""
-    if cfg.kind == "hog":
-        from perception_safety.detectors.hog import HOGPeopleDetector
-
-        return HOGPeopleDetector(cfg.hog)
-    from perception_safety.detectors.onnx_model import OnnxDetector, load_spec
-
-    assert cfg.onnx_model is not None
-    try:
-        spec = load_spec(cfg.onnx_model)
-    except DetectorError:
-        raise
-    except Exception as exc:  # ConfigError from the YAML loader: keep its message (file and key)
-        raise DetectorError(str(exc)) from exc
-    return OnnxDetector(spec, str(cfg.onnx_model), cfg.onnx_threads)

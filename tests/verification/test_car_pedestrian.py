@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from perception_safety.verification.builder import build_chain
-from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
+from perception_safety.verification.car_pedestrian import Geometry, braking_successors, car_pedestrian_system
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.observations import class_observations, prop_observations
 from perception_safety.verification.specs import BUILTIN_SPECS, check
@@ -114,8 +114,8 @@ def test_reference_geometry_and_controller():
     g = Geometry.reference(3)
     assert (g.road_cells, g.stop_cell, g.crosswalk_cell) == (10, 7, 8)
     s = np.array([g.index(x, v) for x, v in [(1, 3), (2, 2), (5, 2), (6, 1), (7, 0), (8, 2), (10, 3), (3, 0)]])
-    seen = [g.describe(int(t)) for t in g.successors(s, True)]
-    unseen = [g.describe(int(t)) for t in g.successors(s, False)]
+    seen = [g.describe(int(t)) for t in braking_successors(g, s, True)]
+    unseen = [g.describe(int(t)) for t in braking_successors(g, s, False)]
     # (1,3): 1+3 <= 7-6 false -> brake; (2,2): 4 <= 4 keep; (5,2): brake; (6,1): 7 <= 6 false -> (7,0)
     assert seen == ["(x=4, v=2)", "(x=4, v=2)", "(x=7, v=1)", "(x=7, v=0)", "(x=7, v=0)", "(x=8, v=2)",
                     "(x=10, v=3)", "(x=3, v=0)"]

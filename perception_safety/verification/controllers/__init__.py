@@ -29,7 +29,7 @@ from perception_safety.verification.controllers.policy import PolicyTable, load_
 from perception_safety.verification.errors import VerificationError
 
 if TYPE_CHECKING:
-    from perception_safety.verification.car_pedestrian import Geometry
+    from perception_safety.verification.geometry import Geometry
 
 __all__ = ["ALARM_TAG", "BUILTIN_CONTROLLERS", "KINDS", "CarController", "FailSafe", "PolicyTable",
            "ResolvedController", "braking_rule", "load_policy", "observation_kind", "paper_modes",

@@ -17,7 +17,7 @@ import numpy as np
 from perception_safety.verification.errors import VerificationError
 
 if TYPE_CHECKING:
-    from perception_safety.verification.car_pedestrian import Geometry
+    from perception_safety.verification.geometry import Geometry
 
 KINDS: tuple[str, ...] = ("ped", "obs", "empty")
 """Observation kinds: the pedestrian is predicted; something else but no pedestrian; nothing."""

@@ -16,7 +16,7 @@ import numpy as np
 from perception_safety.verification.errors import VerificationError
 
 if TYPE_CHECKING:
-    from perception_safety.verification.car_pedestrian import Geometry
+    from perception_safety.verification.geometry import Geometry
 
 
 def _stop_for_pedestrian(x: np.ndarray, v: np.ndarray, g: Geometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ from perception_safety.verification.controllers.base import KINDS, CarController
 from perception_safety.verification.errors import VerificationError
 
 if TYPE_CHECKING:
-    from perception_safety.verification.car_pedestrian import Geometry
+    from perception_safety.verification.geometry import Geometry
 
 REQUIRED = ("x", "v", "kind", "next_x", "next_v")
 OPTIONAL = ("alarm", "max_speed")
