@@ -119,3 +119,20 @@ def chain_coverage(setup: ChainSetup, trials: int, clusters: int, frames: int, i
         posterior=_coverage(np.array(q_lo), np.array(q_hi), truth, joint=False),
         icc=icc, clusters=clusters, frames=frames, use_clusters=use_clusters,
     )
+
+
+def markov_miss_sequences(rng: np.random.Generator, episodes: int, frames_per_bin: int, n_bins: int,
+                          miss_after_miss: float, miss_after_hit: float) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Run-length-correlated misses (issue 24 item 9): per episode the pedestrian approaches through the bins
+    (far to near, ``frames_per_bin`` frames each); a frame is missed (label 2, ``empty``) with probability
+    ``miss_after_miss`` after a miss and ``miss_after_hit`` after a hit (label 0, ``ped``), the first frame at the
+    stationary rate ``q / (1 − r + q)``. Returns ``(bins, labels)`` per episode for `memory.ObservationRuns`."""
+    r, q = miss_after_miss, miss_after_hit
+    frames = frames_per_bin * n_bins
+    bins = np.repeat(np.arange(n_bins)[::-1], frames_per_bin)
+    u = rng.random((episodes, frames))
+    miss = np.zeros((episodes, frames), dtype=bool)
+    miss[:, 0] = u[:, 0] < q / (1 - r + q)
+    for t in range(1, frames):
+        miss[:, t] = u[:, t] < np.where(miss[:, t - 1], r, q)
+    return [(bins, np.where(m, 2, 0)) for m in miss]
