@@ -88,6 +88,24 @@ def _with_bounds(rec: dict[str, Any], p: dict[str, Any], i: int) -> None:
         rec.update(AC_sys_lower=float(m_lo[i] - f_hi[i]), AC_sys_upper=float(m_hi[i] - f_lo[i]))
 
 
+def assumptions(cfg: VerificationConfig) -> list[str]:
+    """What SG_sys/RH_sys/AC_sys rest on, stated beside the numbers (issue 24 item 8)."""
+    ml = cfg.monitor_loop
+    fail_safe = ("brake: speed - 1 per step on an alarm" if ml.fail_safe == "brake" else
+                 f"stop_now: deceleration {ml.emergency_deceleration or 'unlimited'} cells/step per step on an alarm")
+    return [
+        f"the true environment is static: in {ml.hazard_envs} a pedestrian is present at the crosswalk at every step "
+        "of the run (hazard = the formula's proxy, e.g. passing the stop cell, not a collision with a pedestrian who "
+        "crosses once)",
+        "(observation, verdict) is drawn afresh at every step from the joint counts of the car's distance bin: given "
+        "the cell, independent of earlier steps (no runs of misses or alarms; see the independence test) and of "
+        "anything but the bin; within a frame the verdict's dependence on the detection error is the recorded joint "
+        "count (class-labeled environments with several objects: objects independent given the verdict)",
+        f"fail-safe semantics: {fail_safe}; a controller table/callable with an alarm column decides itself",
+        "f* is perfect perception without a monitor; the recorded frames represent the true environment",
+    ]
+
+
 def verdict_counts(split: VerdictSplit, cfg: VerificationConfig, variant: str, env_name: str) -> list[dict[str, Any]]:
     """``n(no alarm)``, ``n(alarm)`` per bin of the environment's column, for the bins the roads pass through."""
     counts = verdict_column_counts(split, variant, cfg.true_envs[env_name])
@@ -159,6 +177,7 @@ def system_metrics(split: VerdictSplit, cfg: VerificationConfig) -> dict[str, An
                     _with_bounds(rec, p, i)
                     results.append(rec)
     return {
+        "assumptions": assumptions(cfg),
         "definitions": {
             "SG_sys": "P_f(hazard) - P_fm(hazard)", "RH_sys": "P_fm(hazard) - P_fstar(hazard)",
             "AC_sys": "P_fm(mission loss) - P_f(mission loss)",

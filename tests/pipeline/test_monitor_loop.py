@@ -60,6 +60,12 @@ def test_evaluate_reports_system_metrics_from_bag_verdicts(tmp_path):
     assert any("plain" in w["message"] for w in res["warnings"] if w["code"] == "no_verdicts")
     html = (out / "report.html").read_text()
     assert "Monitor in the loop" in html and "E2 (frames)" in html and "model-checked prop_by_distance" in html
+    # issue 24 item 8: the assumptions beside the numbers; E1 in its own table, never beside SG_sys
+    assert any("present at the crosswalk at every step" in a for a in ml["assumptions"])
+    assert "Assumptions of the model-checked values" in html and "hazard proxy" in html
+    beside = html[html.index("Closed-loop outcomes (E2"):]
+    beside = beside[:beside.index("</table>")] if "</table>" in beside else beside
+    assert "E1 (" not in beside
     assert (out / "verification" / "monitor_loop.csv").read_text().startswith("variant,measure,true_env")
 
 

@@ -56,6 +56,8 @@ def test_two_cell_example_by_hand():
     pedestrian P_f(loss) = P(ped seen) = 2/10, P_f+m(loss) = P(ped seen or alarm) = 4/10."""
     doc = system_metrics(two_cell_split(), two_cell_config())
     assert not doc["skipped"]
+    assert "pedestrian is present at the crosswalk at every step" in doc["assumptions"][0]
+    assert "brake: speed - 1 per step" in doc["assumptions"][2]
     (haz,) = [r for r in doc["results"] if r["measure"] == "hazard"]
     (loss,) = [r for r in doc["results"] if r["measure"] == "mission_loss"]
     assert haz["P_f"] == pytest.approx(5 / 11, abs=1e-12)
