@@ -86,8 +86,9 @@ def _frames(
         notes += [f"skipped {where[0]}:{where[1]}: {why}" for where, why in rep.skipped.items()]
         return
     if path.is_dir() or suffix in (".mcap", ".db3"):
+        from perception_safety.evaluation.confusion.clusters import with_episode
         from perception_safety.io.bag import BagReadReport, BagTopics, read_frames
-        from perception_safety.io.bag_inputs import input_notes, select_bags, used
+        from perception_safety.io.bag_inputs import bag_conditions, input_notes, select_bags, used
         from perception_safety.io.config import model_from_mapping
 
         topics = model_from_mapping(cfg.bag, BagTopics, cfg_name, "confusion.bag")
@@ -95,7 +96,9 @@ def _frames(
         found = select_bags([path], include_perfect, include_monitored)
         notes += input_notes(found)
         for bag in used(found):
-            yield from _scoped(read_frames(bag, topics, cfg.bag_tolerance_ns, with_images=False, report=rep), bag, cfg)
+            frames = read_frames(bag, topics, cfg.bag_tolerance_ns, with_images=False, report=rep)
+            episode = bag_conditions(Path(bag)).get("episode") or str(bag)  # a bag is one episode
+            yield from _scoped(with_episode(frames, episode), bag, cfg)
         notes += rep.summary_lines()[1:]
         return
     if not path.exists():

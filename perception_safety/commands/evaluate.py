@@ -82,7 +82,8 @@ def run(args: argparse.Namespace) -> int:
     if args.check and block is not None and block["overall"] != "PASS":
         out_console.print(
             Text(
-                f"--check: {block['failed']} requirement(s) failed, {block['not_evaluated']} not evaluated: exit 3",
+                f"--check: {block['failed']} requirement(s) failed, {block.get('inconclusive', 0)} inconclusive, "
+                f"{block['not_evaluated']} not evaluated: exit 3",
                 style="bold red",
             )
         )
@@ -91,17 +92,19 @@ def run(args: argparse.Namespace) -> int:
 
 
 CHECK_FAILED = 3
-"""Exit code of `evaluate --check` when a requirement fails or is not evaluated (2 = could not run)."""
+"""Exit code of `evaluate --check` when a requirement fails, is inconclusive or not evaluated (2 = could not run)."""
 
 
 def print_requirements(block: dict, console: Console) -> None:
     """PASS / FAIL / NOT EVALUATED per requirement with the measured value and the bound it was held to."""
     from rich.table import Table
 
-    styles = {"PASS": "green", "FAIL": "bold red", "NOT EVALUATED": "yellow"}
+    styles = {"PASS": "green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow", "NOT EVALUATED": "yellow"}
     table = Table(title=f"requirements: {block['overall']}")
-    for col in ("verdict", "requirement", "measured", "required", "interval", "n"):
-        table.add_column(col, justify="right" if col in ("measured", "n") else "left", no_wrap=col == "verdict")
+    for col in ("verdict", "requirement", "measured", "required", "interval", "n", "episodes"):
+        table.add_column(
+            col, justify="left" if col in ("verdict", "requirement") else "right", no_wrap=col == "verdict"
+        )
     for v in block["items"]:
         measured = "-" if v["value"] is None else f"{v['value']:.4g}"
         lo = "-" if v["lower"] is None else f"{v['lower']:.3g}"
@@ -113,6 +116,7 @@ def print_requirements(block: dict, console: Console) -> None:
             f"{v['bound']} {v['op']} {v['threshold']:g}",
             f"[{lo}, {hi}]",
             "-" if v["n"] is None else str(v["n"]),
+            "-" if v.get("clusters") is None else str(v["clusters"]),
         )
     console.print(table)
     for v in block["items"]:

@@ -147,6 +147,9 @@ class Frame:
     image: np.ndarray | None = field(default=None, compare=False, repr=False)
     frame_id: str = ""
     candidates: tuple[Detection, ...] | None = None
+    episode: str = ""
+    """The independent unit the frame belongs to (a bag, its ``perception_safety.episode``, a dataset's episode
+    key); ``""`` = not known. Cluster-aware intervals group frames by it (evaluation/clustered.py)."""
 
     def detection_boxes(self) -> np.ndarray:
         """Detections' boxes as an ``(n, 4)`` float64 array."""

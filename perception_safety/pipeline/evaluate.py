@@ -65,7 +65,9 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
     analyses = set(cfg.evaluate.analyses)
     frames, source = ep.frames, ep.source
     batch = (
-        FrameBatch.from_frames(frames, ClassMapper(cfg.confusion)) if analyses & {"confusion", "verification"} else None
+        FrameBatch.from_frames(frames, ClassMapper(cfg.confusion)).with_episode(ep.episode)
+        if analyses & {"confusion", "verification"}
+        else None
     )
     out: dict[str, Any] = {}
     if batch is not None:

@@ -30,7 +30,10 @@ from perception_safety.core.iou import iou_pairs
 from perception_safety.core.matching import match_boxes
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.batch import FrameBatch
+from perception_safety.evaluation.confusion.clusters import ClusterCounts, batch_counts
+from perception_safety.evaluation.confusion.combine import UNMATCHED_BY_BIN, sum_confusions
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
+from perception_safety.evaluation.confusion.ground_distance import ground_distance
 from perception_safety.evaluation.confusion.types import DistanceConfusion, proposition_labels, subset_lookup
 from perception_safety.evaluation.confusion.windows import WindowVotes
 
@@ -183,15 +186,22 @@ _COUNTERS = (
     "detections_matched",
     "detections_matched_out_of_range",
     "detections_unannotated",
+    "detections_unannotated_without_distance",
     "hungarian_fallback_frames",
+    "frames_without_episode",
 )
 
 
 @dataclass
 class ConfusionAccumulator:
-    """Running sums of both matrix types over batches; mergeable (map per bag, reduce by `merge`)."""
+    """Running sums of both matrix types over batches; mergeable (map per bag, reduce by `merge`).
+
+    Class-labeled counts are also kept per episode (`ClusterCounts`): a frame's own ``Frame.episode``, else
+    ``episode`` (the bag being read); frames with neither are counted as ``frames_without_episode``.
+    """
 
     config: ConfusionConfig
+    episode: str = ""
     class_cm: np.ndarray = field(init=False)
     prop_cm: np.ndarray = field(init=False)
     class_cm_pooled: np.ndarray = field(init=False)
@@ -212,6 +222,8 @@ class ConfusionAccumulator:
         self.unmapped_detections = Counter()
         self.unmapped_ground_truth = Counter()
         self.unannotated_by_class = np.zeros(len(self.config.classes), dtype=np.int64)
+        self.unannotated_by_bin = np.zeros((k + 1, len(self.config.classes)), dtype=np.int64)
+        self.clusters = ClusterCounts.empty(k, c1)
         self._edges = np.asarray(self.config.bin_edges, dtype=np.float64)
         self._lut = subset_lookup(len(self.config.classes))
         self._mapper = ClassMapper(self.config)
@@ -284,7 +296,22 @@ class ConfusionAccumulator:
         det_matched[gt_match[matched]] = True
         det_out = np.zeros(len(batch.det_boxes), dtype=bool)
         det_out[gt_match[matched & ~valid]] = True
+        un = np.flatnonzero(~det_matched)
+        un_frame = det_frame_of(batch)[un]
+        un_bin = np.full(len(un), n_bins, dtype=np.int64)
+        if cfg.ground_camera is not None and len(un):
+            d = ground_distance(batch.det_boxes[un, 3], cfg.ground_camera)
+            kb = np.searchsorted(self._edges, np.nan_to_num(d, nan=-1.0), side="right") - 1
+            un_bin = np.where(np.isfinite(d) & (kb >= 0) & (kb < n_bins), kb, n_bins)
+        un_cls = batch.det_classes[un]
+        np.add.at(self.unannotated_by_bin, (un_bin, un_cls), 1)
+        episodes = batch.frame_episodes if batch.frame_episodes is not None else np.full(n_f, "", dtype=object)
+        episodes = np.where(episodes == "", self.episode, episodes)
+        part = batch_counts(episodes, c1, (gt_frame, b, pred, true), per_cell, (un_frame, un_cls, un_bin))
+        self.clusters = self.clusters.merge(part)
         c = self.counters
+        c["frames_without_episode"] += int((episodes == "").sum())
+        c["detections_unannotated_without_distance"] += int((un_bin == n_bins).sum())
         c["frames"] += n_f
         c["ground_truth_binned"] += int(valid.sum())
         c["ground_truth_below_range"] += int((dist < self._edges[0]).sum())
@@ -312,6 +339,8 @@ class ConfusionAccumulator:
         self.unmapped_detections.update(other.unmapped_detections)
         self.unmapped_ground_truth.update(other.unmapped_ground_truth)
         self.unannotated_by_class += other.unannotated_by_class
+        self.unannotated_by_bin += other.unannotated_by_bin
+        self.clusters = self.clusters.merge(other.clusters)
         if self._votes is not None and other._votes is not None:
             self._votes.merge(other._votes)
         return self
@@ -325,6 +354,10 @@ class ConfusionAccumulator:
         out["detections_unannotated_by_class"] = {
             name: int(n) for name, n in zip(self.config.class_names, self.unannotated_by_class, strict=True)
         }
+        if self.config.ground_camera is not None:  # per bin only where a distance could be estimated
+            out[UNMATCHED_BY_BIN] = {
+                name: self.unannotated_by_bin[:-1, i].tolist() for i, name in enumerate(self.config.class_names)
+            }
         if self._votes is not None:
             out["track_window_samples"] = self._votes.samples
             out["ground_truth_untracked"] = self._votes.untracked
@@ -347,7 +380,19 @@ class ConfusionAccumulator:
             pooled_method="single_bin",
             source=source,
             report=self.report(),
+            clusters=self._cluster_result(),
         )
+
+    def _cluster_result(self) -> ClusterCounts | None:
+        """Per-episode counts when every frame has an episode and the unit is the frame (else None)."""
+        if self._votes is not None or self.counters["frames_without_episode"] or not len(self.clusters):
+            return None
+        return self.clusters
+
+
+def det_frame_of(batch: FrameBatch) -> np.ndarray:
+    """Frame index of every detection of the batch."""
+    return np.repeat(np.arange(batch.n_frames, dtype=np.int64), np.diff(batch.det_offsets))
 
 
 def _chunks(frames: Iterable[Frame], size: int) -> Iterator[list[Frame]]:
@@ -362,41 +407,4 @@ def confusion_from_frames(frames: Iterable[Frame], config: ConfusionConfig | Non
     return acc.add_frames(frames).result()
 
 
-def sum_confusions(parts: list[DistanceConfusion], source: str = "") -> DistanceConfusion:
-    """Element-wise sum of matrices with equal bins and labels (the reduce over bags or files).
-
-    Pooled matrices are summed when all parts were pooled the same way; otherwise every part's
-    pooled matrix is replaced by its sum over bins (``pooled_method="sum_of_bins"``).
-    """
-    if not parts:
-        raise ValueError("sum_confusions: nothing to sum")
-    first = parts[0]
-    for p in parts[1:]:
-        for attr in ("bin_edges", "class_labels", "prop_labels"):
-            if getattr(p, attr) != getattr(first, attr):
-                raise ValueError(
-                    f"{p.source or 'matrices'}: {attr} {list(getattr(p, attr))} differ from "
-                    f"{first.source or 'the first input'}'s {list(getattr(first, attr))}"
-                )
-    same = len({p.pooled_method for p in parts}) == 1
-    report: dict[str, Any] = {}
-    for p in parts:
-        for key, value in p.report.items():
-            if isinstance(value, int) and not isinstance(value, bool):
-                report[key] = report.get(key, 0) + value
-            elif isinstance(value, dict) and all(isinstance(v, int) for v in value.values()):
-                merged = report.setdefault(key, {})
-                for k2, v2 in value.items():
-                    merged[k2] = merged.get(k2, 0) + v2
-    return DistanceConfusion(
-        bin_edges=first.bin_edges,
-        class_labels=first.class_labels,
-        prop_labels=first.prop_labels,
-        class_cm=sum(p.class_cm for p in parts),
-        prop_cm=sum(p.prop_cm for p in parts),
-        class_cm_pooled=sum((p.class_cm_pooled if same else p.class_cm.sum(axis=0)) for p in parts),
-        prop_cm_pooled=sum((p.prop_cm_pooled if same else p.prop_cm.sum(axis=0)) for p in parts),
-        pooled_method=first.pooled_method if same else "sum_of_bins",
-        source=source or " + ".join(p.source for p in parts if p.source),
-        report=report,
-    )
+__all__ = ["ConfusionAccumulator", "confusion_from_frames", "match_batch", "sum_confusions"]

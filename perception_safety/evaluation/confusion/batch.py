@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -33,6 +33,8 @@ class FrameBatch:
     """Stamp (ns) per frame; None when the input has none (CSV)."""
     gt_tracks: np.ndarray | None = None
     """Track id (str, '' = none) per ground-truth object; None when the input has none (CSV)."""
+    frame_episodes: np.ndarray | None = None
+    """Episode (str, '' = unknown) per frame (`Frame.episode`); None when the input has none (CSV)."""
 
     def __post_init__(self) -> None:
         nd, ng = len(self.det_boxes), len(self.gt_boxes)
@@ -46,10 +48,16 @@ class FrameBatch:
             (bool(np.all(np.diff(self.det_offsets) >= 0) and np.all(np.diff(self.gt_offsets) >= 0)), "offsets order"),
             (self.frame_stamps is None or len(self.frame_stamps) == len(self.det_offsets) - 1, "frame_stamps length"),
             (self.gt_tracks is None or len(self.gt_tracks) == ng, "gt_tracks length"),
+            (self.frame_episodes is None or len(self.frame_episodes) == len(self.det_offsets) - 1, "frame_episodes"),
         )
         for ok, what in checks:
             if not ok:
                 raise ValueError(f"FrameBatch: inconsistent arrays ({what})")
+
+    def with_episode(self, episode: str) -> FrameBatch:
+        """The same batch with ``episode`` for every frame that has none (a bag's frames: the bag's episode)."""
+        own = self.frame_episodes if self.frame_episodes is not None else np.full(self.n_frames, "", dtype=object)
+        return replace(self, frame_episodes=np.where(own == "", episode, own).astype(object))
 
     @property
     def n_frames(self) -> int:
@@ -66,6 +74,7 @@ class FrameBatch:
         gt_dist: list[float] = []
         gt_track: list[str] = []
         stamps: list[int] = []
+        episodes: list[str] = []
         un_det: Counter[str] = Counter()
         un_gt: Counter[str] = Counter()
         for frame in frames:
@@ -88,6 +97,7 @@ class FrameBatch:
                 gt_dist.append(g.distance)
                 gt_track.append(g.track_id)
             stamps.append(frame.stamp_ns)
+            episodes.append(frame.episode)
             det_off.append(len(det_cls))
             gt_off.append(len(gt_cls))
         return cls(
@@ -102,4 +112,5 @@ class FrameBatch:
             unmapped_ground_truth=un_gt,
             frame_stamps=np.asarray(stamps, dtype=np.int64),
             gt_tracks=np.asarray(gt_track, dtype=object),
+            frame_episodes=np.asarray(episodes, dtype=object),
         )

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from perception_safety.evaluation.confusion.ground_distance import GroundCamera
 from perception_safety.evaluation.confusion.types import EmptyColumn
 
 MAX_CLASSES = 8  # the proposition matrix has 2^n rows and columns
@@ -62,6 +63,11 @@ class ConfusionConfig(BaseModel):
     """Window length in seconds for ``sample_unit: track_window`` (windows of the frame stamps)."""
     min_samples: int = Field(10, ge=1)
     """A column (true label in a bin) or a rate with fewer samples is flagged as thin (warning)."""
+    min_clusters: int = Field(10, ge=2)
+    """A requirement whose number rests on fewer independent clusters (episodes) is INCONCLUSIVE."""
+    ground_camera: GroundCamera | None = None
+    """Camera intrinsics and mounting for the ground-plane distance of unmatched detections (precision per
+    bin); None = unmatched detections have no distance and count in pooled precision only."""
 
     @field_validator("classes")
     @classmethod

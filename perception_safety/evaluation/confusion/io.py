@@ -134,6 +134,14 @@ def confusion_from_mapping(data: Any, where: str = "<data>") -> DistanceConfusio
     else:
         class_pooled, prop_pooled, method = class_cm.sum(axis=0), prop_cm.sum(axis=0), "sum_of_bins"
     report = data.get("report", {})
+    clusters = None
+    if isinstance(data.get("clusters"), dict):
+        from perception_safety.evaluation.confusion.clusters import ClusterCounts
+
+        try:
+            clusters = ClusterCounts.from_mapping(data["clusters"], k, nc, where)
+        except ValueError as exc:
+            raise ConfusionFileError(str(exc)) from exc
     return DistanceConfusion(
         bin_edges=tuple(edges),
         class_labels=tuple(class_labels),
@@ -145,6 +153,7 @@ def confusion_from_mapping(data: Any, where: str = "<data>") -> DistanceConfusio
         pooled_method=method,
         source=str(data.get("source", where)),
         report=report if isinstance(report, dict) else {},
+        clusters=clusters,
     )
 
 
@@ -217,6 +226,8 @@ def to_json_dict(
         "source": dc.source,
         "report": dc.report,
     }
+    if dc.clusters is not None:
+        out["clusters"] = dc.clusters.to_json()
     if metrics is not None:
         out["metrics"] = metrics
     if config is not None:

@@ -33,6 +33,7 @@ def select_objects(batch: FrameBatch, gt_keep: np.ndarray, det_keep: np.ndarray)
         gt_distances=batch.gt_distances[gt_keep],
         frame_stamps=batch.frame_stamps,
         gt_tracks=None if batch.gt_tracks is None else batch.gt_tracks[gt_keep],
+        frame_episodes=batch.frame_episodes,
     )
 
 
@@ -51,4 +52,5 @@ def select_frames(batch: FrameBatch, keep: np.ndarray) -> FrameBatch:
         gt_distances=batch.gt_distances[gt_keep],
         frame_stamps=None if batch.frame_stamps is None else batch.frame_stamps[keep],
         gt_tracks=None if batch.gt_tracks is None else batch.gt_tracks[gt_keep],
+        frame_episodes=None if batch.frame_episodes is None else batch.frame_episodes[keep],
     )

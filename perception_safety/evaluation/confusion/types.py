@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from perception_safety.evaluation.confusion.clusters import ClusterCounts
 
 Kind = Literal["class", "prop"]
 EmptyColumn = Literal["zeros", "uniform", "identity"]
@@ -88,6 +91,8 @@ class DistanceConfusion:
       with one bin spanning all edges, the paper's canonical matrix) or ``"sum_of_bins"``
       (element-wise sum of the per-bin matrices, used when a file carries no pooled matrices).
     - ``report``: counters of the run that produced it (dropped objects, ignored detections, ...).
+    - ``clusters``: the class-labeled counts per episode (the sampling unit), or None when the input carries
+      no cluster information (a bare count matrix: intervals are then plain Clopper-Pearson).
     """
 
     bin_edges: tuple[tuple[float, float], ...]
@@ -100,6 +105,7 @@ class DistanceConfusion:
     pooled_method: str = "single_bin"
     source: str = ""
     report: dict[str, Any] = field(default_factory=dict, compare=False)
+    clusters: ClusterCounts | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         edges = tuple((float(lo), float(hi)) for lo, hi in self.bin_edges)
@@ -117,6 +123,8 @@ class DistanceConfusion:
             if arr.shape != shape:
                 raise ValueError(f"{name}: expected shape {shape}, got {arr.shape}")
             object.__setattr__(self, name, arr)
+        if self.clusters is not None and self.clusters.class_cm.shape[1:] != (k, nc, nc):
+            raise ValueError(f"clusters: class counts {self.clusters.class_cm.shape[1:]} differ from {(k, nc, nc)}")
 
     @property
     def classes(self) -> tuple[str, ...]:

@@ -2,9 +2,12 @@
 
 A requirement is PASS or FAIL only when its number was computed in this run; otherwise it is
 NOT EVALUATED (the analysis did not run, the row is missing, the value is undefined, or the interval
-bound asked for was not produced), never PASS. Rates (recall, precision, BBSL pass rates) get their
-Clopper-Pearson bounds here from the counts; verification and PCD bounds are read from the result rows
-(``lower`` / ``upper``), so they appear as soon as the analysis writes them.
+bound asked for was not produced), never PASS. A number resting on fewer independent clusters (episodes)
+than ``min_clusters`` is INCONCLUSIVE (never PASS; FAIL when the estimate itself already misses the
+threshold, since every valid bound lies beyond it). Recall and precision get their bounds here from the
+counts (cluster-aware from the per-episode counts when the results carry them, `confusion.rates`), BBSL
+pass rates from T of T+F; verification, PCD and returns bounds are read from the result rows
+(``lower`` / ``upper``, and ``clusters`` where the analysis states its independent units).
 """
 
 from __future__ import annotations
@@ -15,7 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from perception_safety.evaluation.intervals import clopper_pearson
+from perception_safety.evaluation.clustered import MIN_CLUSTERS, ClusteredProportion, plain_proportion
+from perception_safety.evaluation.confusion.io import confusion_from_mapping
+from perception_safety.evaluation.confusion.rates import precision_of, recall_of
+from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.requirements.config import (
     BBSLRequirement,
     PCDRequirement,
@@ -25,7 +31,8 @@ from perception_safety.evaluation.requirements.config import (
     VerificationRequirement,
 )
 
-PASS, FAIL, NOT_EVALUATED = "PASS", "FAIL", "NOT EVALUATED"
+PASS, FAIL, NOT_EVALUATED, INCONCLUSIVE = "PASS", "FAIL", "NOT EVALUATED", "INCONCLUSIVE"
+STATUSES = (PASS, FAIL, INCONCLUSIVE, NOT_EVALUATED)
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,10 @@ class Measured:
     detail: str = ""
     missing: str = ""
     """Why nothing was measured (empty when something was)."""
+    clusters: int | None = None
+    """Independent units (episodes) behind the number; None = not known (frames taken as independent)."""
+    design_effect: float | None = None
+    effective_n: float | None = None
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,9 @@ class Verdict:
     n: int | None
     detail: str = ""
     index: int = 0
+    clusters: int | None = None
+    design_effect: float | None = None
+    effective_n: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -82,10 +96,15 @@ def _num(v: Any) -> float | None:
 
 
 def _rate(k: int, n: int, alpha: float, detail: str) -> Measured:
-    if n <= 0:
+    return _proportion(plain_proportion(k, n, alpha), detail)
+
+
+def _proportion(r: ClusteredProportion, detail: str) -> Measured:
+    if r.trials <= 0 or r.point is None:
         return Measured(n=0, missing=f"no samples ({detail})")
-    lo, hi = clopper_pearson(k, n, alpha)
-    return Measured(k / n, float(lo), float(hi), n, f"{k} of {n} ({detail})")
+    return Measured(
+        r.point, r.lower, r.upper, r.trials, f"{r.basis()} ({detail})", "", r.clusters, r.design_effect, r.effective_n
+    )
 
 
 def _verification(r: VerificationRequirement, results: Mapping[str, Any]) -> Measured:
@@ -107,30 +126,52 @@ def _verification(r: VerificationRequirement, results: Mapping[str, Any]) -> Mea
     row = rows[i]
     where = f"{row['variant']}, env {row['true_env']}, V = {row['max_speed']}, v0 = {row['initial_speed']}"
     detail = f"{'min' if worst_low else 'max'} over {len(rows)} row(s), at {where}"
-    return Measured(_num(row.get("probability")), _num(row.get("lower")), _num(row.get("upper")), None, detail)
+    clusters = row.get("clusters") if isinstance(row.get("clusters"), int) else None
+    return Measured(
+        _num(row.get("probability")), _num(row.get("lower")), _num(row.get("upper")), None, detail, clusters=clusters
+    )
+
+
+def _class_confusion(doc: Mapping[str, Any]) -> DistanceConfusion:
+    """The class-labeled part of results.json's ``confusion`` (the proposition matrices are not needed here)."""
+    data = dict(doc)
+    if "prop_labels" not in data:  # a class-only document: stand-in proposition matrices (never read)
+        empty = str(data["class_labels"][-1])
+        k = len(data["bin_edges"])
+        data |= {"prop_labels": [empty], "prop_cm": [[[0]]] * k, "prop_cm_pooled": [[0]]}
+    return confusion_from_mapping(data, "results.json confusion")
 
 
 def _confusion_rate(r: RateRequirement, results: Mapping[str, Any], alpha: float) -> Measured:
     doc = results.get("confusion")
     if not isinstance(doc, Mapping):
         return Measured(missing="the confusion analysis did not run")
-    labels = list(doc["class_labels"])
-    c = labels.index(r.class_)
+    dc = _class_confusion(doc)
+    c = dc.class_labels.index(r.class_)
     if r.distance is None:
-        cm = np.asarray(doc["class_cm_pooled"], dtype=np.int64)
-        span = "pooled"
+        bins, span = None, "pooled"
     else:
         lo, hi = r.distance
-        edges = doc["bin_edges"]
-        sel = [k for k, (a, b) in enumerate(edges) if a >= lo and b <= hi]
-        if not sel:
+        bins = [k for k, (a, b) in enumerate(dc.bin_edges) if a >= lo and b <= hi]
+        if not bins:
             return Measured(missing=f"no bin lies within [{lo:g}, {hi:g}] m")
-        cm = np.asarray(doc["class_cm"], dtype=np.int64)[sel].sum(axis=0)
-        span = f"bins [{edges[sel[0]][0]:g}, {edges[sel[-1]][1]:g}) m"
-    tp = int(cm[c, c])
-    n = int(cm[:, c].sum()) if r.metric == "recall" else int(cm[c, :].sum())
-    what = "objects" if r.metric == "recall" else "predictions"
-    return _rate(tp, n, alpha, f"{what} of '{r.class_}', {span}, {100 * (1 - alpha):g} % Clopper-Pearson")
+        span = f"bins [{dc.bin_edges[bins[0]][0]:g}, {dc.bin_edges[bins[-1]][1]:g}) m"
+    method = "cluster-aware (Korn-Graubard)" if dc.clusters is not None else "Clopper-Pearson"
+    level = f"{100 * (1 - alpha):g} % {method}"
+    if r.metric == "recall":
+        return _proportion(recall_of(dc, c, bins, alpha), f"objects of '{r.class_}', {span}, {level}")
+    prec = precision_of(dc, c, bins, alpha)
+    if prec is None and bins is None:
+        return Measured(
+            missing="the results carry no count of unmatched detections (report.detections_unannotated_by_class)"
+        )
+    if prec is None:
+        return Measured(
+            missing=f"precision of '{r.class_}' over {span} needs the distance of unmatched detections "
+            "(confusion.ground_camera); only the pooled precision counts them without it"
+        )
+    what = f"detections of '{r.class_}' incl. unmatched (false positives)"
+    return _proportion(prec, f"{what}, {span}, {level}")
 
 
 def _pcd(r: PCDRequirement, results: Mapping[str, Any]) -> Measured:
@@ -140,26 +181,35 @@ def _pcd(r: PCDRequirement, results: Mapping[str, Any]) -> Measured:
     if "error" in doc:
         return Measured(n=doc.get("n"), missing=f"PCD of '{r.target}' not computed: {doc['error']}")
     n = doc.get("n")
+    groups = _get(doc, "bootstrap", "n_groups")
+    units = groups if isinstance(groups, int) and _get(doc, "bootstrap", "unit") in ("episode", "track") else None
     if r.name == "mpcd":
         ci = doc.get("mpcd_ci") or _get(doc, "bootstrap", "mpcd") or {}
         lo = _get(ci, "lower") if isinstance(ci, Mapping) else _get(ci, 0)
         hi = _get(ci, "upper") if isinstance(ci, Mapping) else _get(ci, 1)
         lo = lo if lo is not None else doc.get("mpcd_lower")
         hi = hi if hi is not None else doc.get("mpcd_upper")
-        return Measured(_num(doc.get("mpcd")), _num(lo), _num(hi), n, f"mPCD of '{r.target}' (m)")
+        return Measured(_num(doc.get("mpcd")), _num(lo), _num(hi), n, f"mPCD of '{r.target}' (m)", clusters=units)
     head = doc.get("pcd") or {}
     y_t = head.get("y_t") if r.y_t is None else r.y_t
     p_t = head.get("p_t") if r.p_t is None else r.p_t
     where = f"PCD of '{r.target}' at y_t = {y_t}, p_t = {p_t} (m)"
     if y_t == head.get("y_t") and p_t == head.get("p_t"):
-        return Measured(_num(head.get("value")), _num(head.get("lower")), _num(head.get("upper")), n, where)
+        return Measured(
+            _num(head.get("value")), _num(head.get("lower")), _num(head.get("upper")), n, where, clusters=units
+        )
     grid = doc.get("grid") or {}
     try:
         i, j = list(grid["y_t"]).index(y_t), list(grid["p_t"]).index(p_t)
     except (KeyError, ValueError):
         return Measured(n=n, missing=f"{where}: not on the computed grid")
     return Measured(
-        _num(_get(grid, "pcd", i, j)), _num(_get(grid, "lower", i, j)), _num(_get(grid, "upper", i, j)), n, where
+        _num(_get(grid, "pcd", i, j)),
+        _num(_get(grid, "lower", i, j)),
+        _num(_get(grid, "upper", i, j)),
+        n,
+        where,
+        clusters=units,
     )
 
 
@@ -168,12 +218,15 @@ def _returns(r: ReturnsRequirement, results: Mapping[str, Any]) -> Measured:
     if not isinstance(block, Mapping):
         return Measured(missing=f"no {r.scheme.upper()} returns in this run (no episode logs, or the scheme failed)")
     key = r.name.upper() if r.name != "hazard_f" else r.name
+    episodes = block.get("episodes", block.get("n") if r.average == "episodes" else None)
+    method = block.get("interval")
     return Measured(
         _num(block.get(key)),
         _num(block.get(f"{key}_lower")),
         _num(block.get(f"{key}_upper")),
         block.get("n"),
-        f"{key} under {r.scheme.upper()}, averaged over {r.average}",
+        f"{key} under {r.scheme.upper()}, averaged over {r.average}" + (f", {method}" if method else ""),
+        clusters=episodes if isinstance(episodes, int) else None,
     )
 
 
@@ -200,20 +253,37 @@ def measure(req: RequirementBase, results: Mapping[str, Any], alpha: float = 0.0
     raise TypeError(f"unknown requirement type {type(req).__name__}")
 
 
-def check(reqs: Sequence[RequirementBase], results: Mapping[str, Any], alpha: float = 0.05) -> list[Verdict]:
-    """PASS / FAIL / NOT EVALUATED for every requirement, in config order."""
+def judge(req: RequirementBase, m: Measured, min_clusters: int = MIN_CLUSTERS) -> tuple[str, str]:
+    """``(status, detail)`` of one requirement on its measured number (module docstring)."""
+    value = {"point": m.point, "lower": m.lower, "upper": m.upper}[req.bound]
+    op, thr = req.threshold
+    if m.missing:
+        return NOT_EVALUATED, m.missing
+    if value is None:
+        return NOT_EVALUATED, f"no {req.bound} value ({m.detail})"
+    ok = value >= thr if op == ">=" else value <= thr
+    if m.clusters is not None and m.clusters < min_clusters:
+        point_misses = m.point is not None and (m.point < thr if op == ">=" else m.point > thr)
+        beyond_point = req.bound == "point" or (req.bound == "lower") == (op == ">=")
+        if point_misses and beyond_point:
+            return FAIL, f"{m.detail}; the estimate itself misses the threshold (only {m.clusters} clusters)"
+        return INCONCLUSIVE, (
+            f"{m.detail}; only {m.clusters} independent cluster(s) (episodes/tracks), fewer than {min_clusters}: "
+            f"the data cannot support a {'PASS' if ok else 'verdict'}"
+        )
+    return (PASS if ok else FAIL), m.detail
+
+
+def check(
+    reqs: Sequence[RequirementBase], results: Mapping[str, Any], alpha: float = 0.05, min_clusters: int = MIN_CLUSTERS
+) -> list[Verdict]:
+    """PASS / FAIL / INCONCLUSIVE / NOT EVALUATED for every requirement, in config order."""
     out = []
     for i, req in enumerate(reqs):
         m = measure(req, results, alpha)
         value = {"point": m.point, "lower": m.lower, "upper": m.upper}[req.bound]
         op, thr = req.threshold
-        if m.missing:
-            status, detail = NOT_EVALUATED, m.missing
-        elif value is None:
-            status, detail = NOT_EVALUATED, f"no {req.bound} value ({m.detail})"
-        else:
-            ok = value >= thr if op == ">=" else value <= thr
-            status, detail = (PASS if ok else FAIL), m.detail
+        status, detail = judge(req, m, min_clusters)
         out.append(
             Verdict(
                 label=req.label(),
@@ -230,6 +300,9 @@ def check(reqs: Sequence[RequirementBase], results: Mapping[str, Any], alpha: fl
                 n=m.n,
                 detail=detail,
                 index=i,
+                clusters=m.clusters,
+                design_effect=m.design_effect,
+                effective_n=m.effective_n,
             )
         )
     return out
@@ -238,14 +311,16 @@ def check(reqs: Sequence[RequirementBase], results: Mapping[str, Any], alpha: fl
 def summary(verdicts: Sequence[Verdict]) -> dict[str, Any]:
     """The ``requirements`` block of results.json: counts, overall verdict and one entry per requirement.
 
-    Overall: FAIL if any failed, else NOT EVALUATED if any was not evaluated, else PASS (none = PASS, empty).
+    Overall: FAIL if any failed, else INCONCLUSIVE if any was, else NOT EVALUATED if any was not evaluated,
+    else PASS (none = PASS, empty). Only PASS passes ``evaluate --check``.
     """
-    counts = {s: sum(v.status == s for v in verdicts) for s in (PASS, FAIL, NOT_EVALUATED)}
-    overall = FAIL if counts[FAIL] else NOT_EVALUATED if counts[NOT_EVALUATED] else PASS
+    counts = {s: sum(v.status == s for v in verdicts) for s in STATUSES}
+    overall = next((s for s in (FAIL, INCONCLUSIVE, NOT_EVALUATED) if counts[s]), PASS)
     return {
         "overall": overall,
         "passed": counts[PASS],
         "failed": counts[FAIL],
+        "inconclusive": counts[INCONCLUSIVE],
         "not_evaluated": counts[NOT_EVALUATED],
         "items": [v.to_dict() for v in verdicts],
     }

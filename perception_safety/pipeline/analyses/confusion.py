@@ -6,7 +6,12 @@ from fnmatch import fnmatchcase
 from pathlib import Path
 
 from perception_safety.evaluation.confusion.io import to_json_dict, write_csv, write_json
-from perception_safety.evaluation.confusion.metrics import ClassMetrics, class_metrics, metrics_to_json
+from perception_safety.evaluation.confusion.metrics import (
+    ClassMetrics,
+    class_metrics,
+    metrics_to_json,
+    sampling_warnings,
+)
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.confusion.uncertainty import thin_column_messages, thin_columns, thin_columns_to_json
 from perception_safety.pipeline.analyses.base import Evaluation, pct
@@ -49,6 +54,8 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     ev.results["confusion"] = doc
     for msg in messages:
         ev.warn("confusion", msg, "thin_columns")
+    for msg in sampling_warnings(dc, ccfg.alpha, ccfg.min_clusters):
+        ev.warn("confusion", msg, "sampling_unit")
     sec = ev.report.section("Confusion matrices (distance-binned)")
     if ccfg.sample_unit == "track_window":
         from perception_safety.evaluation.confusion.windows import sample_unit_note, untracked_warning
@@ -73,14 +80,17 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             m.true_positives,
             m.missed,
             rate_cell(m.recall, m.recall_lower, m.recall_upper),
-            m.predicted,
-            rate_cell(m.precision, m.precision_lower, m.precision_upper),
+            unit_cell(m.clusters, m.recall_design_effect, m.recall_effective_n),
+            m.predicted + (m.unmatched or 0),
+            rate_cell(m.precision, m.precision_lower, m.precision_upper) if m.unmatched is not None else "pooled only",
+            rate_cell(m.precision_matched_only, m.precision_matched_only_lower, m.precision_matched_only_upper),
             _thin_note(m, ccfg.min_samples),
         ]
         for m in metrics
         if m.ground_truth > 0 and m.label != dc.empty_label
     ]
     level = f"{100 * (1 - ccfg.alpha):g} %"
+    method = "cluster-aware (Korn-Graubard, episodes as the unit)" if dc.clusters is not None else "Clopper-Pearson"
     sec.table(
         [
             "bin (m)",
@@ -89,18 +99,22 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             "TP (n)",
             "missed (n)",
             f"recall [{level} CI]",
-            "predicted (n)",
-            f"precision, class confusion only [{level} CI]",
+            "episodes, design effect, effective n",
+            "detections (n)",
+            f"precision, unmatched = false positive [{level} CI]",
+            f"precision, matched only [{level} CI]",
             "flag",
         ],
         rows,
-        f"Two-sided Clopper-Pearson intervals at {level}; 'thin' = fewer than {ccfg.min_samples} samples behind "
-        "the rate (confusion.min_samples).",
+        f"Two-sided {method} intervals at {level}; 'thin' = fewer than {ccfg.min_samples} samples behind "
+        "the rate (confusion.min_samples). Precision counts detections matched to no annotated object as false "
+        "positives; per bin it needs their distance (confusion.ground_camera), else it is given pooled only.",
     )
     precision_two_ways(sec, dc, metrics)
     sec.figure(
         plot_rates(metrics, d / "rates_vs_distance.png", ccfg.alpha).read_bytes(),
-        f"Recall and precision vs distance with {level} Clopper-Pearson error bars",
+        f"Recall and precision vs distance with {level} {method} error bars (precision per bin only where unmatched "
+        "detections have a distance)",
     )
     for kind, name in (("class", "Class-labeled"), ("prop", "Proposition-labeled")):
         pages, skipped = plot_pages(dc, kind, d)
@@ -120,7 +134,17 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     for m in ped:
         unit = "objects" if ccfg.sample_unit == "frame" else f"track windows of {ccfg.track_window_s:g} s"
         ci = f"{level} CI [{m.recall_lower:.3f}, {m.recall_upper:.3f}], n = {m.ground_truth} {unit}"
+        if m.clusters is not None:
+            ci += f" in {m.clusters} episodes (design effect {m.recall_design_effect:.2g})"
         ev.report.summary.append(Metric(f"recall '{m.label}' (pooled)", m.recall, "", ci))
+
+
+def unit_cell(clusters: int | None, deff: float, n_eff: float | None) -> str:
+    """``10 ep., deff 4.2, n_eff 31`` (or why there is none) for the rate tables."""
+    if clusters is None:
+        return "no episode info (frames independent)"
+    eff = "" if n_eff is None else f", n_eff {n_eff:.0f}"
+    return f"{clusters} ep., deff {deff:.2g}{eff}"
 
 
 def precision_two_ways(sec: Section, dc: DistanceConfusion, metrics: list[ClassMetrics]) -> None:
@@ -138,7 +162,7 @@ def precision_two_ways(sec: Section, dc: DistanceConfusion, metrics: list[ClassM
                 m.true_positives,
                 m.predicted,
                 extra,
-                pct(m.precision),
+                pct(m.precision_matched_only),
                 pct(m.true_positives / both if both else None),
             ]
         )
@@ -148,18 +172,19 @@ def precision_two_ways(sec: Section, dc: DistanceConfusion, metrics: list[ClassM
             "TP (n)",
             "matched detections of class (n)",
             "unmatched detections of class (n)",
-            "precision, class confusion only",
+            "precision, matched only (class confusion)",
             "precision, unmatched = false positive",
         ],
         rows,
         "Precision two ways (pooled over distance)",
     )
     sec.text(
-        "Precision, class confusion only = TP / (matched detections predicted as the class): how often a detection "
+        "Precision, matched only = TP / (matched detections predicted as the class): how often a detection "
         "that found an object named it right; it is 100 % whenever the detector never swaps classes. Precision, "
         "unmatched = false positive = TP / (all detections of the class): unmatched detections (ghosts, boxes with "
-        "IoU below the threshold) count against it. Unmatched detections have no ground-truth distance, so this "
-        "second precision exists only pooled, not per distance bin.",
+        "IoU below the threshold) count against it; this is the precision requirements and tables call "
+        "'precision'. Unmatched detections have no ground-truth distance: per bin they are placed by the ground-plane "
+        "distance of their box's bottom edge when confusion.ground_camera is set, else counted pooled only.",
         "note",
     )
 

@@ -10,7 +10,7 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
-from perception_safety.evaluation.requirements import FAIL, NOT_EVALUATED, PASS, Verdict, check, summary
+from perception_safety.evaluation.requirements import FAIL, INCONCLUSIVE, NOT_EVALUATED, PASS, Verdict, check, summary
 from perception_safety.evaluation.requirements.config import (
     BBSLRequirement,
     PCDRequirement,
@@ -23,7 +23,7 @@ from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.report.html import Metric
 
-_CARD_VERDICT = {PASS: "good", FAIL: "bad", NOT_EVALUATED: "na"}
+_CARD_VERDICT = {PASS: "good", FAIL: "bad", INCONCLUSIVE: "na", NOT_EVALUATED: "na"}
 
 
 def _fmt(v: float | None) -> str:
@@ -76,7 +76,7 @@ def run(ev: Evaluation, cfg: EvaluateConfig) -> None:
     reqs = cfg.requirements
     if not reqs:
         return
-    verdicts = check(reqs, ev.results, cfg.confusion.alpha)
+    verdicts = check(reqs, ev.results, cfg.confusion.alpha, cfg.confusion.min_clusters)
     block = summary(verdicts)
     ev.results["requirements"] = block
     sec = ev.report.section("Requirements")
@@ -84,9 +84,11 @@ def run(ev: Evaluation, cfg: EvaluateConfig) -> None:
     ev.report.lead.append(sec)
     sec.text(
         f"Overall: {block['overall']} — {block['passed']} passed, {block['failed']} failed, "
-        f"{block['not_evaluated']} not evaluated. 'lower'/'upper' compare the end of the two-sided interval "
-        f"(rates: Clopper-Pearson at {100 * (1 - cfg.confusion.alpha):g} %); a requirement whose number was not "
-        "computed in this run is NOT EVALUATED, never PASS. `evaluate --check` exits 3 unless all pass.",
+        f"{block['inconclusive']} inconclusive, {block['not_evaluated']} not evaluated. 'lower'/'upper' compare the "
+        f"end of the two-sided interval at {100 * (1 - cfg.confusion.alpha):g} % (rates: cluster-aware with the "
+        "episode as the unit when the data carry episodes, else Clopper-Pearson); a number resting on fewer than "
+        f"{cfg.confusion.min_clusters} episodes is INCONCLUSIVE and one not computed in this run NOT EVALUATED, "
+        "never PASS. `evaluate --check` exits 3 unless all pass.",
         "warn" if block["overall"] != PASS else "",
     )
     rows = [
@@ -99,12 +101,18 @@ def run(ev: Evaluation, cfg: EvaluateConfig) -> None:
             _fmt(v.point),
             f"[{_fmt(v.lower)}, {_fmt(v.upper)}]",
             "–" if v.n is None else v.n,
+            "–" if v.clusters is None else v.clusters,
             v.detail,
         ]
         for v in verdicts
     ]
-    sec.table(["verdict", "requirement", "bound", "measured", "required", "estimate", "interval", "n", "where"], rows)
+    sec.table(
+        ["verdict", "requirement", "bound", "measured", "required", "estimate", "interval", "n", "episodes", "where"],
+        rows,
+    )
     for v in verdicts:
         if v.status == NOT_EVALUATED:
             ev.warn("requirements", f"{v.label}: not evaluated: {v.detail}", "requirement_not_evaluated")
+        elif v.status == INCONCLUSIVE:
+            ev.warn("requirements", f"{v.label}: INCONCLUSIVE: {v.detail}", "requirement_inconclusive")
     colour_cards(ev, reqs, verdicts)

@@ -282,9 +282,11 @@ def test_class_metrics_of_hand_scene() -> None:
     # Bin 0: ped 1/1 found; obs 1 object, predicted ped.
     ped0, obs0 = rows[("0", "ped")], rows[("0", "obs")]
     assert (ped0.ground_truth, ped0.true_positives, ped0.predicted) == (1, 1, 2)
-    assert ped0.recall == 1.0 and ped0.precision == 0.5 and ped0.false_negative_rate == 0.0
+    assert ped0.recall == 1.0 and ped0.precision_matched_only == 0.5 and ped0.false_negative_rate == 0.0
+    # Without a distance for unmatched detections (no ground_camera) precision exists pooled only.
+    assert ped0.precision is None and ped0.unmatched is None
     assert (obs0.ground_truth, obs0.true_positives, obs0.confused, obs0.missed) == (1, 0, 1, 0)
-    assert obs0.recall == 0.0 and obs0.precision is None and obs0.false_negative_rate == 1.0
+    assert obs0.recall == 0.0 and obs0.precision_matched_only is None and obs0.false_negative_rate == 1.0
     # Bin 1: obs one missed, one found.
     obs1 = rows[("1", "obs")]
     assert (obs1.ground_truth, obs1.missed, obs1.recall, obs1.miss_rate) == (2, 1, 0.5, 0.5)
@@ -292,7 +294,9 @@ def test_class_metrics_of_hand_scene() -> None:
     # Pooled ped: 3 objects, 2 found, 1 seen as obs.
     pp = rows[("pooled", "ped")]
     assert (pp.ground_truth, pp.true_positives, pp.confused, pp.predicted) == (3, 2, 1, 3)
-    assert pp.precision == pytest.approx(2 / 3)
+    assert pp.precision_matched_only == pytest.approx(2 / 3)
+    # Frame b's ped detection matches nothing: a false positive in the precision.
+    assert pp.unmatched == 1 and pp.precision == pytest.approx(2 / 4)
 
 
 def test_objects_below_the_first_edge_are_dropped_and_counted() -> None:

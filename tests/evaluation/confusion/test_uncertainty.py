@@ -55,9 +55,10 @@ def test_reference_bin0_ped_given_ped_is_31_of_158() -> None:
 
 def test_recall_and_precision_intervals_and_thin_flags() -> None:
     rows = {(r.bin, r.label): r for r in class_metrics(confusion_from_frames(hand_scene(), CFG), 0.05, 3)}
-    pp = rows[("pooled", "ped")]  # 2 of 3 ped found; 2 of 3 ped predictions right
+    pp = rows[("pooled", "ped")]  # 2 of 3 ped found; 2 of 3 matched ped predictions right, + 1 unmatched
     assert (pp.recall_lower, pp.recall_upper) == pytest.approx(exact(2, 3, 0.05))
-    assert (pp.precision_lower, pp.precision_upper) == pytest.approx(exact(2, 3, 0.05))
+    assert (pp.precision_lower, pp.precision_upper) == pytest.approx(exact(2, 4, 0.05))
+    assert (pp.precision_matched_only_lower, pp.precision_matched_only_upper) == pytest.approx(exact(2, 3, 0.05))
     assert not pp.thin
     obs1 = rows[("1", "obs")]  # 1 of 2: thin at min_samples 3
     assert (obs1.recall_lower, obs1.recall_upper) == pytest.approx(exact(1, 2, 0.05)) and obs1.thin

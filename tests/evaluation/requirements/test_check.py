@@ -31,6 +31,7 @@ def results() -> dict:
             "bin_edges": [[0, 10], [10, 20], [20, 30]],
             "class_cm": [b0, b1, b2],
             "class_cm_pooled": pooled,
+            "report": {"detections_unannotated_by_class": {"ped": 0, "obs": 3}},
         },
         "verification": {
             "results": [
@@ -73,9 +74,16 @@ def test_recall_over_whole_bins_sums_the_counts() -> None:
     assert unmet.status == NOT_EVALUATED and "no samples" in unmet.detail  # no ped in bin 2
 
 
-def test_pooled_precision() -> None:
-    (v,) = verdicts({"metric": "precision", "class": "obs", "bound": "lower", "at_least": 0.5})
-    assert v.n == 11 and v.value == pytest.approx(exact(10, 11)[0]) and v.status == PASS
+def test_pooled_precision_counts_unmatched_detections() -> None:
+    (v,) = verdicts({"metric": "precision", "class": "obs", "bound": "lower", "at_least": 0.4})
+    # 10 correct of 11 matched obs detections, plus 3 unmatched obs detections (false positives).
+    assert v.n == 14 and v.value == pytest.approx(exact(10, 14)[0]) and v.status == PASS
+    assert v.clusters is None  # no per-episode counts: plain Clopper-Pearson
+
+
+def test_precision_per_bin_without_a_distance_for_unmatched_is_not_evaluated() -> None:
+    (v,) = verdicts({"metric": "precision", "class": "obs", "distance": [0, 10], "at_least": 0.5})
+    assert v.status == NOT_EVALUATED and "ground_camera" in v.detail
 
 
 def test_verification_takes_the_worst_matching_row_and_needs_bounds_for_lower() -> None:
