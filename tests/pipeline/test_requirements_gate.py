@@ -4,24 +4,37 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
-from scipy.stats import binomtest
+from scipy.stats import beta, norm
+from scipy.stats import t as student_t
 
 from perception_safety.cli import main
 from perception_safety.evaluation.confusion.accumulate import confusion_from_frames
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
 
-# Two bins keep the report's plots (the bulk of an evaluate run here) small.
+# Two bins keep the report's plots (the bulk of an evaluate run here) small. The fixture has 3 bags (episodes):
+# min_clusters 2 lets them be judged; the default (10) makes every rate INCONCLUSIVE.
 BASE = (
     "evaluate: {analyses: [confusion]}\n"
-    "confusion: {classes: {ped: [pedestrian], obs: [car]}, bin_edges: [0, 50, 100]}\n"
+    "confusion: {classes: {ped: [pedestrian], obs: [car]}, bin_edges: [0, 50, 100], min_clusters: MIN}\n"
 )
 
 
-def write(tmp_path, name: str, requirements: str):
+def write(tmp_path, name: str, requirements: str, min_clusters: int = 2):
     path = tmp_path / name
-    path.write_text(BASE + "requirements:\n" + requirements)
+    path.write_text(BASE.replace("MIN", str(min_clusters)) + "requirements:\n" + requirements)
     return path
+
+
+def korn_graubard_lower(y: np.ndarray, m: np.ndarray, alpha: float = 0.05) -> float:
+    """Independent reference: the design-effect Clopper-Pearson lower bound from per-episode counts, by formula."""
+    n, k = m.sum(), len(m)
+    p = y.sum() / n
+    v = k / (k - 1) * ((y - p * m) ** 2).sum() / n**2
+    deff = max(v / (p * (1 - p) / n), 1.0)
+    n_eff = min(n / deff * (norm.ppf(1 - alpha / 2) / student_t.ppf(1 - alpha / 2, k - 1)) ** 2, n)
+    return float(beta.ppf(alpha / 2, p * n_eff, (1 - p) * n_eff + 1))
 
 
 def test_check_fails_with_exit_3_and_the_report_leads_with_the_verdicts(recorded_bags, tmp_path, capsys):
@@ -40,12 +53,13 @@ def test_check_fails_with_exit_3_and_the_report_leads_with_the_verdicts(recorded
     block = json.loads((out / "results.json").read_text())["requirements"]
     assert (block["overall"], block["passed"], block["failed"], block["not_evaluated"]) == ("FAIL", 1, 1, 1)
     near = block["items"][1]
-    # Independent reference: the ped column of bin [0, 50) counted from the frames directly.
+    # Independent reference: the ped column of bin [0, 50) counted from each bag's frames (120 each) directly.
     cfg, _ = load_evaluate_config(cfg_path)
-    cm = confusion_from_frames(frames, cfg.confusion).class_cm[0]
-    k, n = int(cm[0, 0]), int(cm[:, 0].sum())
-    ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
-    assert near["label"] == "near recall" and near["n"] == n and near["value"] == pytest.approx(ref.low)
+    cms = [confusion_from_frames(frames[i : i + 120], cfg.confusion).class_cm[0] for i in (0, 120, 240)]
+    y = np.array([cm[0, 0] for cm in cms])
+    m = np.array([cm[:, 0].sum() for cm in cms])
+    assert near["label"] == "near recall" and near["n"] == m.sum() and near["clusters"] == 3
+    assert near["value"] == pytest.approx(korn_graubard_lower(y, m))
     assert near["status"] == "FAIL" and block["items"][2]["detail"].startswith("the verification analysis did not run")
     html = (out / "report.html").read_text()
     assert html.index(">Requirements<") < html.index(">Summary<")
@@ -57,6 +71,11 @@ def test_check_fails_with_exit_3_and_the_report_leads_with_the_verdicts(recorded
 
 def test_check_passes_and_bad_selectors_are_config_errors(recorded_bags, tmp_path, capsys):
     root, _, _ = recorded_bags
+    few = write(tmp_path, "few.yaml", "  - {metric: recall, class: ped, at_least: 0.1}\n", min_clusters=10)
+    assert main(["evaluate", str(root), "--config", str(few), "--out", str(tmp_path / "f"), "--check"]) == 3
+    block = json.loads((tmp_path / "f" / "results.json").read_text())["requirements"]
+    assert block["overall"] == "INCONCLUSIVE" and block["items"][0]["clusters"] == 3
+    assert "INCONCLUSIVE" in capsys.readouterr().out
     ok = write(tmp_path, "ok.yaml", "  - {metric: recall, class: ped, at_least: 0.1}\n")
     assert main(["evaluate", str(root), "--config", str(ok), "--out", str(tmp_path / "o"), "--check"]) == 0
     bad = write(

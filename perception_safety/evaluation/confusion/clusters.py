@@ -125,19 +125,19 @@ class ClusterCounts:
         """``[cluster, pred]`` counts of true ``label`` summed over ``bins`` (None = the pooled matrix)."""
         if bins is None:
             return self.class_cm_pooled[:, :, label]
-        return self.class_cm[:, list(bins), :, label].sum(axis=1)
+        return self.class_cm[:, list(bins)].sum(axis=1)[:, :, label]
 
     def row(self, label: int, bins: Sequence[int] | None) -> np.ndarray:
         """``[cluster, true]`` counts predicted as ``label`` summed over ``bins`` (None = pooled)."""
         if bins is None:
             return self.class_cm_pooled[:, label, :]
-        return self.class_cm[:, list(bins), label, :].sum(axis=1)
+        return self.class_cm[:, list(bins)].sum(axis=1)[:, label, :]
 
     def unmatched_of(self, label: int, bins: Sequence[int] | None) -> np.ndarray:
         """``[cluster]`` unmatched detections of ``label`` in ``bins`` (None = all, with those without distance)."""
         if bins is None:
             return self.unmatched[:, :, label].sum(axis=1)
-        return self.unmatched[:, list(bins), label].sum(axis=1)
+        return self.unmatched[:, list(bins)].sum(axis=1)[:, label]
 
 
 def merge_all(parts: Sequence[ClusterCounts | None]) -> ClusterCounts | None:

@@ -45,6 +45,10 @@ def test_cluster_counts_are_each_episode_alone_and_sum_to_the_matrices(seed: int
         assert cl.class_cm_pooled[i].tolist() == alone.class_cm_pooled.tolist()
         assert int(cl.frames[i]) == alone.report["frames"]
         assert cl.unmatched[i].sum(axis=0).tolist() == list(alone.report["detections_unannotated_by_class"].values())
+        for bins in ([1], [0, 2]):  # per-episode column and row over a union of bins
+            want = alone.class_cm[bins].sum(axis=0)
+            assert cl.column(0, bins)[i].tolist() == want[:, 0].tolist()
+            assert cl.row(1, bins)[i].tolist() == want[1, :].tolist()
 
 
 def test_default_episode_json_round_trip_and_merge_by_id() -> None:
