@@ -48,6 +48,8 @@ class BagInput:
     """True when the bag itself was named on the command line (not found by searching a folder)."""
     conditions: Mapping[str, str] = field(default_factory=dict)
     excluded: str = ""
+    messages: int = 0
+    """Messages in the bag (all topics, from metadata.yaml): the size of the work of reading it."""
 
     def describe(self) -> str:
         how = "named" if self.named else "found in a folder"
@@ -56,20 +58,25 @@ class BagInput:
         )
 
 
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""libyaml's safe loader when PyYAML has it (same documents, ~10x faster than the pure-Python one)."""
+
+
 def bag_metadata(path: Path) -> dict:
     """The ``rosbag2_bagfile_information`` mapping of a bag's metadata.yaml (safe_load)."""
     meta = path / "metadata.yaml"
     try:
-        data = yaml.safe_load(meta.read_text(encoding="utf-8")) or {}
+        data = yaml.load(meta.read_text(encoding="utf-8"), Loader=_SAFE_LOADER) or {}
     except (OSError, yaml.YAMLError) as exc:
         raise BagError(f"{meta}: cannot read: {exc}") from exc
     info = data.get("rosbag2_bagfile_information") if isinstance(data, dict) else None
     return info if isinstance(info, dict) else {}
 
 
-def bag_conditions(path: Path) -> dict[str, str]:
-    """``custom_data`` keys ``perception_safety.*`` (prefix dropped), then the sidecar ``conditions.yaml``."""
-    custom = bag_metadata(path).get("custom_data") or {}
+def bag_conditions(path: Path, metadata: Mapping | None = None) -> dict[str, str]:
+    """``custom_data`` keys ``perception_safety.*`` (prefix dropped), then the sidecar ``conditions.yaml``
+    (``metadata``: the bag's already parsed `bag_metadata`)."""
+    custom = (bag_metadata(path) if metadata is None else metadata).get("custom_data") or {}
     out = {k[len(CUSTOM_PREFIX) :]: str(v) for k, v in custom.items() if str(k).startswith(CUSTOM_PREFIX)}
     sidecar = path / SIDECAR
     if sidecar.is_file():
@@ -110,7 +117,8 @@ def select_bags(
             if bag in seen:
                 continue
             seen.add(bag)
-            cond = bag_conditions(bag)
+            meta = bag_metadata(bag)  # the one parse of this metadata.yaml by the package
+            cond = bag_conditions(bag, meta)
             role = bag_role(bag, cond)
             excluded = ""
             if role == PERFECT and not named and not include_perfect:
@@ -120,7 +128,8 @@ def select_bags(
                     "monitored rollout found in a folder: it repeats the perception rollout's frames until the "
                     "monitor intervenes (pass --include-monitored to read it)"
                 )
-            out.append(BagInput(bag, role, named, cond, excluded))
+            messages = meta.get("message_count")
+            out.append(BagInput(bag, role, named, cond, excluded, messages if isinstance(messages, int) else 0))
     return out
 
 

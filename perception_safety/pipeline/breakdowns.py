@@ -21,7 +21,7 @@ import numpy as np
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
 from perception_safety.evaluation.confusion.batch import FrameBatch
-from perception_safety.evaluation.confusion.io import confusion_from_mapping, to_json_dict
+from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.subset import select_frames, select_objects
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.pcd.samples import samples_from_frames
@@ -58,9 +58,28 @@ def pcd_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> dict
     return out
 
 
+def counts_json(dc: DistanceConfusion) -> dict[str, Any]:
+    """The counts of a `DistanceConfusion` as JSON (what the reduce sums; `confusion_from_mapping` reads it back).
+
+    A partial carries counts only: normalised matrices and intervals are computed once, on the sums.
+    """
+    return {
+        "bin_edges": [[lo, hi] for lo, hi in dc.bin_edges],
+        "class_labels": list(dc.class_labels),
+        "prop_labels": list(dc.prop_labels),
+        "class_cm": dc.class_cm.tolist(),
+        "prop_cm": dc.prop_cm.tolist(),
+        "class_cm_pooled": dc.class_cm_pooled.tolist(),
+        "prop_cm_pooled": dc.prop_cm_pooled.tolist(),
+        "pooled_method": dc.pooled_method,
+        "source": dc.source,
+        "report": dc.report,
+    }
+
+
 def confusion_part(batch: FrameBatch, cfg: EvaluateConfig, source: str) -> dict[str, Any]:
-    """The confusion matrices of one columnar batch, as JSON (one accumulator filled once)."""
-    return to_json_dict(ConfusionAccumulator(cfg.confusion).add_batch(batch).result(source=source))
+    """The confusion counts of one columnar batch, as JSON (one accumulator filled once)."""
+    return counts_json(ConfusionAccumulator(cfg.confusion).add_batch(batch).result(source=source))
 
 
 def band_parts(

@@ -31,7 +31,14 @@ from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.executors import ExecutorConfig, Outcome, run_tasks
 from perception_safety.io.bag_inputs import bag_conditions
 from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings
-from perception_safety.pipeline.bag_pass import EpisodeFrames, MapInput, ReadOptions, episode_entries, run_pass
+from perception_safety.pipeline.bag_pass import (
+    EpisodeFrames,
+    MapInput,
+    ReadOptions,
+    episode_entries,
+    run_pass,
+    workers_for,
+)
 from perception_safety.pipeline.breakdowns import (
     SIZE_BAND,
     SPEED_BAND,
@@ -235,6 +242,8 @@ def map_bags(
     config_json = cfg.model_dump_json()
     inputs = [b if isinstance(b, MapInput) else MapInput(str(b), "bag", bag_conditions(Path(b))) for b in bags]
     names = [i.path for i in inputs]
+    if executor.kind == "local" and all(i.messages > 0 for i in inputs):  # sized inputs: workers from their size
+        executor = executor.model_copy(update={"jobs": workers_for(inputs, executor.jobs)})
 
     def done(out: Outcome) -> None:
         if on_done is not None:

@@ -103,10 +103,16 @@ def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
     assert "Summary" in html and "data:image/png;base64," in html
 
 
-def test_one_and_two_jobs_and_ray_give_identical_results(recorded_bags, ray_cluster, tmp_path):
+def test_one_and_two_jobs_and_ray_give_identical_results(recorded_bags, ray_cluster, tmp_path, monkeypatch):
     """The map runs in worker processes with --jobs 2 and as Ray tasks with --executor ray (the session's local
     Ray instance); verification only sees the reduced matrices, so it is left out here to keep the test short
-    (its equality with direct calls is the test above)."""
+    (its equality with direct calls is the test above). These bags are too small to be worth a worker
+    (`bag_pass.workers_for`), so a worker's start is made free here to run them in workers anyway."""
+    from perception_safety.pipeline import bag_pass
+
+    assert bag_pass.workers_for([bag_pass.MapInput("a", messages=600), bag_pass.MapInput("b", messages=600)], 2) == 1
+    monkeypatch.setattr(bag_pass, "WORKER_START_S", 1e-9)
+    assert bag_pass.workers_for([bag_pass.MapInput("a", messages=600), bag_pass.MapInput("b", messages=600)], 2) == 2
     root, _, full_config = recorded_bags
     config = tmp_path / "evaluate.yaml"
     config.write_text(full_config.read_text().replace("verification, bbsl, returns]", "bbsl]"))

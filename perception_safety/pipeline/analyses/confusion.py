@@ -32,7 +32,7 @@ def _thin_note(m: ClassMetrics, min_samples: int) -> str:
 
 
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
-    from perception_safety.report.confusion_plots import plot_bin, plot_grid, plot_pages, plot_rates
+    from perception_safety.report.confusion_plots import plot_pages, plot_rates
 
     dc = red.confusion
     assert dc is not None
@@ -117,8 +117,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         "detections have a distance)",
     )
     for kind, name in (("class", "Class-labeled"), ("prop", "Proposition-labeled")):
-        pages, skipped = plot_pages(dc, kind, d)
-        plot_grid(dc, kind, d / f"{kind}_cm_grid.png")  # all bins in one overview file, not embedded
+        pages, skipped = plot_pages(dc, kind, d)  # only the figures the report shows are drawn (issue 27)
         empty = ", ".join(f"[{dc.bin_edges[k][0]:g}, {dc.bin_edges[k][1]:g})" for k in skipped)
         for i, page in enumerate(pages):
             caption = (
@@ -128,7 +127,6 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             if empty and i == len(pages) - 1:
                 caption += f" Not drawn: bins {empty} m hold no ground-truth object (only empty frames)."
             sec.figure(page.read_bytes(), caption)
-    plot_bin(dc, "class", None, d / "class_cm_pooled.png")
     warn_labels(ev, dc, cfg)
     ped = [m for m in metrics if m.bin == "pooled" and m.recall is not None]
     for m in ped:
