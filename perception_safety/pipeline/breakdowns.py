@@ -63,7 +63,7 @@ def counts_json(dc: DistanceConfusion) -> dict[str, Any]:
 
     A partial carries counts only: normalised matrices and intervals are computed once, on the sums.
     """
-    return {
+    out = {
         "bin_edges": [[lo, hi] for lo, hi in dc.bin_edges],
         "class_labels": list(dc.class_labels),
         "prop_labels": list(dc.prop_labels),
@@ -75,6 +75,9 @@ def counts_json(dc: DistanceConfusion) -> dict[str, Any]:
         "source": dc.source,
         "report": dc.report,
     }
+    if dc.clusters is not None:  # per-episode counts for the cluster-aware intervals (issue 24)
+        out["clusters"] = dc.clusters.to_json()
+    return out
 
 
 def confusion_part(batch: FrameBatch, cfg: EvaluateConfig, source: str) -> dict[str, Any]:
