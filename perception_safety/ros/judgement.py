@@ -116,3 +116,31 @@ class Conflicts:
 
     def end_period(self) -> None:
         self.in_period = False
+
+
+class StopLog:
+    """What the node published on ``~/stop_request`` (issue 25 item 5: /diagnostics reports what is published, not
+    what was intended) and the safety functions the params file switched off (a WARN while the node runs)."""
+
+    def __init__(self, switched_off: list[str]) -> None:
+        self.switched_off = switched_off
+        self.last: tuple[int, bool] | None = None  # (node time, value)
+        self.stops = 0
+
+    def published(self, now_ns: int, stop: bool) -> None:
+        self.last = (now_ns, stop)
+        self.stops += int(stop)
+
+    def status(self, now_ns: int) -> tuple[Level, str, dict[str, object]]:
+        values: dict[str, object] = {"stops_published": self.stops,
+                                     "switched_off": ", ".join(self.switched_off) or "none"}
+        if self.last is None:
+            level, message = Level.STALE, "nothing published yet"
+        else:
+            values["seconds_since_last"] = round((now_ns - self.last[0]) / 1e9, 3)
+            level, message = (Level.WARN, "last published: stop") if self.last[1] else (Level.OK, "last published: "
+                                                                                        "no stop")
+        if self.switched_off:
+            level = level if level == Level.STALE else max(level, Level.WARN)
+            message += f"; switched off by the params file: {', '.join(self.switched_off)}"
+        return level, message, values

@@ -12,8 +12,10 @@ sliding ``window`` of at most `MAX_EVENTS` events per stream, so memory stays bo
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
+from typing import Any
 
 from perception_safety.monitors.base import Level
 
@@ -112,3 +114,35 @@ class Liveness:
         if self.last_frame_ns is None:
             return LivenessState(Level.STALE, "no frame processed yet", False, values)
         return LivenessState(Level.OK, f"processing {values['frame_rate_hz']:.1f} frames/s", False, values)
+
+
+class EgoMotion:
+    """Whether the vehicle may be moving (issue 25 item 4: then silence is a stop), from the ego odometry.
+
+    ``silence`` is the node's ``silence`` parameter section (``stop``, ``standstill_speed_mps``,
+    ``odometry_timeout_s``); without odometry, or with old odometry, the vehicle is taken as moving.
+    """
+
+    def __init__(self, silence: Any, has_odometry: bool) -> None:
+        self.silence = silence
+        self.has_odometry = has_odometry
+        self.last: tuple[int, float] | None = None  # (node time received, speed m/s)
+
+    def odometry(self, now_ns: int, speed: float) -> None:
+        if not math.isfinite(speed):
+            raise ValueError(f"non-finite speed {speed}")
+        self.last = (now_ns, speed)
+
+    def moving(self, now_ns: int) -> str | None:
+        """Why the vehicle may be moving, or None at a known standstill (or when silence is never a stop)."""
+        s = self.silence
+        if s.stop != "moving":
+            return "silence.stop: always" if s.stop == "always" else None
+        if self.last is None:
+            return "no odometry" + ("" if self.has_odometry else " configured")
+        age = (now_ns - self.last[0]) / 1e9
+        if age > s.odometry_timeout_s:
+            return f"odometry {age:.1f} s old"
+        if abs(self.last[1]) > s.standstill_speed_mps:
+            return f"ego speed {self.last[1]:.2f} m/s"
+        return None

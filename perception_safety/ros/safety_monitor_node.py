@@ -17,14 +17,14 @@ from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.ros import convert, transport
 from perception_safety.ros.diagnostics import InputHealth
-from perception_safety.ros.judgement import Conflicts, DetectionReading, UnjudgedGate
+from perception_safety.ros.judgement import Conflicts, DetectionReading, StopLog, UnjudgedGate
 from perception_safety.ros.limits import check_count
-from perception_safety.ros.liveness import Liveness
+from perception_safety.ros.liveness import EgoMotion, Liveness
 from perception_safety.ros.memory import keep_frame_buffers
 from perception_safety.ros.monitor_suite import Guarded, MonitorSuite, stop_requested
 from perception_safety.ros.overlay import OverlayPublisher
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
-from perception_safety.ros.safety_monitor_params import READ_ONLY, SafetyMonitorParams
+from perception_safety.ros.safety_monitor_params import READ_ONLY, SafetyMonitorParams, disabled_safety_functions
 from perception_safety.ros.sync import StampPairer
 
 __all__ = ["READ_ONLY", "Guarded", "MonitorSuite", "SafetyMonitorParams", "main", "make_node", "stop_requested"]
@@ -87,6 +87,11 @@ def make_node(name: str = NODE_NAME) -> Any:
             #: stamp -> (image item, detections, stop) of the last processed frames (conflicting stamps)
             self.recent: OrderedDict[int, tuple[tuple[Any, str], DetectionReading, bool]] = OrderedDict()
             self.stop_ns = 0
+            self.stop_log = StopLog(disabled_safety_functions(p))
+            if self.stop_log.switched_off:
+                self.get_logger().warning(f"safety functions switched off by the params file: "
+                                          f"{self.stop_log.switched_off}")
+            self.motion = EgoMotion(p.silence, bool(p.topics.odometry))
             self.last: dict[str, MonitorResult] = {}
             self.failed: set[str] = set()
             qin = input_qos(p.qos.input_depth, p.qos.reliable_inputs)
@@ -110,7 +115,6 @@ def make_node(name: str = NODE_NAME) -> Any:
                     self.info_topic = sub.topic_name
             sub = self.create_subscription(Detection2DArray, p.topics.detections, self._on_detections, qin, raw=True)
             self.det_topic = sub.topic_name
-            self.ego: tuple[int, float] | None = None  # (node time received, speed m/s) of the latest odometry
             if p.topics.odometry:
                 from nav_msgs.msg import Odometry
 
@@ -174,32 +178,15 @@ def make_node(name: str = NODE_NAME) -> Any:
         def _on_odometry(self, raw: bytes) -> None:
             try:
                 msg = convert.decode_cdr(raw, "nav_msgs/msg/Odometry", self.odom_topic)
-                speed = convert.ego_from_msg(msg, self.odom_topic).speed
-                if speed != speed or abs(speed) == float("inf"):
-                    raise convert.MessageError(f"{self.odom_topic}: non-finite speed {speed}")
-                self.ego = (self._now(), speed)
+                self.motion.odometry(self._now(), convert.ego_from_msg(msg, self.odom_topic).speed)
             except convert.MessageError as exc:
                 self._reject(self.odom_topic, str(exc))
-
-        def _moving(self, now: int) -> str | None:
-            """Why the vehicle may be moving (silence is then a stop), or None at a known standstill."""
-            s = self.params.config.silence
-            if s.stop == "never":
-                return None
-            if s.stop == "always":
-                return "silence.stop: always"
-            if self.ego is None:
-                return "no odometry" + ("" if self.params.config.topics.odometry else " configured")
-            age = (now - self.ego[0]) / 1e9
-            if age > s.odometry_timeout_s:
-                return f"odometry {age:.1f} s old"
-            if abs(self.ego[1]) > s.standstill_speed_mps:
-                return f"ego speed {self.ego[1]:.2f} m/s"
-            return None
+            except ValueError as exc:
+                self._reject(self.odom_topic, f"{self.odom_topic}: {exc}")
 
         def _live(self, now: int) -> Any:
-            p = self.params.config
-            return self.liveness.state(now, self._liveness_detail(), p.liveness.stop_on_error, self._moving(now))
+            stop_on_error = self.params.config.liveness.stop_on_error
+            return self.liveness.state(now, self._liveness_detail(), stop_on_error, self.motion.moving(now))
 
         def _on_detections(self, raw: bytes) -> None:
             frames = self.liveness.frames
@@ -259,6 +246,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             from std_msgs.msg import Bool
 
             self.pub_stop.publish(Bool(data=stop))
+            self.stop_log.published(self._now(), stop)
             if stop:
                 self.stop_ns = self._now()
                 self.gate.stops += int(unjudged)
@@ -274,7 +262,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.health.processed()
             self.liveness.frame(self._now())
             judged = stop_requested(results, self.params.config, failed, self.suite.runtime.name,
-                                    self.suite.stop_rule.name)
+                                    self.suite.stop_name)
             now = self._now()
             gate_stop = self.gate.frame(reading.problems, now) if count else self.gate.tick(now)
             stop = judged or gate_stop or cautious
@@ -353,6 +341,8 @@ def make_node(name: str = NODE_NAME) -> Any:
                                               if stale else "no frame processed yet", {}, hw))
                 else:
                     out.append(convert.result_status(r, self.prefix, hw))
+            level, message, values = self.stop_log.status(now)
+            out.append(convert.status(f"{self.prefix}stop_request", level, message, values, hw))
             idle = stale or last is None  # an OK about frames needs frames: never OK while none are judged
             for what, (level, message), values in (("unjudged", self.gate.status(), self.gate.values()),
                                                    ("conflicts", self.conflicts.status(),

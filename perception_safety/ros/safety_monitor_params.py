@@ -100,4 +100,22 @@ class SafetyMonitorParams(_Strict):
         return self
 
 
-READ_ONLY = ("topics", "use_image", "image_transport", "sync", "qos", "keep_frame_buffers", "overlay")
+#: safety switches (issue 25 item 5: any DDS participant could switch every safety function off through the
+#: parameter service): set at start in the params file, refused at run time like the topics
+SAFETY_SWITCHES = ("fail_safe_stop", "stop_on_monitor_alarm", "liveness.stop_on_error", "silence", "unjudged_frames",
+                   "unjudged_ms", "monitors.contrast.enabled", "monitors.plausibility.enabled",
+                   "monitors.stop_region.enabled", "monitors.stop_region.source")
+READ_ONLY = ("topics", "use_image", "image_transport", "sync", "qos", "keep_frame_buffers", "overlay",
+             *SAFETY_SWITCHES)
+
+
+def disabled_safety_functions(p: SafetyMonitorParams) -> list[str]:
+    """The safety functions a params file switched off (reported on /diagnostics as long as the node runs)."""
+    off = [f"monitors.{name}.enabled: false" for name in ("contrast", "plausibility", "stop_region")
+           if not getattr(p.monitors, name).enabled]
+    off += [f"{key}: false" for key, on in (("fail_safe_stop", p.fail_safe_stop),
+                                            ("stop_on_monitor_alarm", p.stop_on_monitor_alarm),
+                                            ("liveness.stop_on_error", p.liveness.stop_on_error)) if not on]
+    if p.silence.stop == "never":
+        off.append("silence.stop: never")
+    return off
