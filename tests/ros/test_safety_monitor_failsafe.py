@@ -135,9 +135,9 @@ def test_valid_person_with_unreadable_far_car_stops_at_once(node, ros_tools):
     stamp = 7_000_000_000
     pubs["image"].publish(convert.image_msg(_image(1), stamp))
     pubs["dets"].publish(_dets(stamp, ("person", IN_REGION, ""), ("car", FAR, "nan")))
-    assert ros_tools.wait_until(lambda: len(out["stop"]) > n_stop, timeout=10), proc.output()
+    # (a late False of a warm-up frame may come first: Bool has no stamp, the stamped verdict is checked below)
+    assert ros_tools.wait_until(lambda: any(m.data for m in list(out["stop"])[n_stop:]), timeout=10), proc.output()
     latency = time.monotonic() - t0
-    assert out["stop"][n_stop].data is True
     (status,) = _stop_status(out, stamp)
     vals = _values(status)
     assert vals["alarm"] == "true" and vals["unjudged_boxes"] == "1" and "judged boxes" in status.message
