@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from perception_safety.core.types import Frame
 from perception_safety.io.config import ConfigError
 from perception_safety.monitors.base import Level, Monitor, MonitorResult
@@ -57,6 +59,14 @@ class MonitorSuite:
         results = [*comp.parts, comp.combined, *(r.update(frame) for r in rules)]
         failed = {g.name for g in [*self.members, *rules] if g.failed}
         return results, failed
+
+    def mark_unjudged(self, results: list[MonitorResult], problems: tuple[str, ...]) -> list[MonitorResult]:
+        """The stop rule's result says when boxes were left out (WARN, a reason): never an OK about boxes unread."""
+        if not problems:
+            return results
+        note = f"{len(problems)} unreadable box(es) not judged"
+        return [replace(r, level=max(r.level, Level.WARN), reasons=(*r.reasons, note)) if r.name == self.stop_name
+                else r for r in results]
 
     @property
     def stop_name(self) -> str:

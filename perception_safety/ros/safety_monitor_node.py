@@ -257,6 +257,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             image, frame_id = image_item
             frame = Frame(stamp_ns=stamp, detections=reading.detections, image=image, frame_id=frame_id)
             results, failed = self.suite.evaluate(frame)
+            results = self.suite.mark_unjudged(results, reading.problems)
             if failed:
                 self.get_logger().error(f"monitor(s) {sorted(failed)} raised; fail-safe", throttle_duration_sec=1.0)
             self.health.processed()

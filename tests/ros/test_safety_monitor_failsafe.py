@@ -110,6 +110,9 @@ def test_unreadable_box_every_other_frame_requests_stops(node, ros_tools):
     stops = [_values(_stop_status(out, s)[0])["alarm"] == "true" for s in stamps]
     assert stops[0] is False, "one unjudged frame alone must not stop"
     assert all(stops[2:]), stops
+    first = next(m for m in list(out["results"]) if convert.stamp_to_ns(m.header.stamp) == stamps[0])
+    rule = next(s for s in first.status if s.name == "stop_region")
+    assert rule.level == b"\x01" and "1 unreadable box(es) not judged" in rule.message  # never an OK about it
     third = _stop_status(out, stamps[2])[0]
     assert "unjudged frames" in third.message and _values(third)["unjudged_boxes"] == "1"
     # what the returns logger logs for these frames: stop = true (counted in AC)
