@@ -145,6 +145,8 @@ class Reduced:
     breakdowns: dict[str, dict[str, Group]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     """Bags whose map failed (not in the sums), with the reason."""
+    episode_confusions: list[DistanceConfusion] = field(default_factory=list)
+    """The confusion counts of each episode (the independent unit of the chain's intervals and posterior)."""
 
 
 _TEST_CASE_FIELDS = tuple(f.name for f in fields(TestCase))
@@ -174,6 +176,7 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
     confs = [confusion_from_mapping(ep["confusion"], bag) for bag, ep in episodes if "confusion" in ep]
     if confs:
         red.confusion = sum_confusions(confs, source=", ".join(red.bags))
+        red.episode_confusions = confs
     from perception_safety.pipeline.verdicts import reduce_verdicts
 
     red.verdicts, red.verdict_notes = reduce_verdicts(partials)

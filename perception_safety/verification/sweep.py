@@ -10,12 +10,14 @@ from __future__ import annotations
 import csv
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from perception_safety.evaluation.clustered import MIN_CLUSTERS
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.safe_io import atomic_open, write_text
 from perception_safety.verification.builder import AbstractSystem, MarkovChain, ObservationModel, build_chain
@@ -60,20 +62,23 @@ def geometry_for(max_speed: int, cfg: GeometryConfig) -> Geometry:
 
 def counted_observations(
     confusion: DistanceConfusion, variant: str, env: TrueEnvConfig, beyond_last_bin: str = "error",
-    name: str | None = None,
+    name: str | None = None, episodes: Sequence[DistanceConfusion] = (),
 ) -> CountedObservations:
-    """The counts behind μ_k(·, x_e) of one variant for one true environment (eqs. 5, 8, 9)."""
+    """The counts behind μ_k(·, x_e) of one variant for one true environment (eqs. 5, 8, 9); with the
+    ``episodes``' own matrices (summing to ``confusion``), the episodes are the independent unit."""
     kind = "class" if variant.startswith("class") else "prop"
     pooled = not variant.endswith("_by_distance")
     counts = confusion.counts(kind, pooled=pooled)
+    clusters = np.stack([np.asarray(e.counts(kind, pooled=pooled)) for e in episodes]) if episodes else None
     edges: list[tuple[float, float]] | None = None if pooled else list(confusion.bin_edges)
     if edges is not None and beyond_last_bin == "last_bin":
         edges[-1] = (edges[-1][0], float("inf"))
     source = f"{name or confusion.source or 'matrices'} [{variant}]"
     if kind == "class":
-        return CountedObservations.for_class(counts, confusion.class_labels, env.class_objects, edges, source)
+        return CountedObservations.for_class(counts, confusion.class_labels, env.class_objects, edges, source,
+                                             clusters)
     return CountedObservations.for_prop(counts, confusion.prop_labels, env.prop, edges, confusion.empty_label,
-                                        source)
+                                        source, clusters)
 
 
 def observation_model(
@@ -137,11 +142,13 @@ def run_sweep(
     cfg: VerificationConfig,
     export_dir: str | Path | None = None,
     name: str | None = None,
+    episodes: Sequence[DistanceConfusion] = (),
 ) -> SweepResult:
     """Every configured (variant, true env, max speed): build, check every spec, collect P(s0 ⊨ φ).
 
     ``name`` (e.g. the matrices' file path) prefixes error messages; ``export_dir`` receives the chains
-    when ``cfg.export`` asks for them.
+    when ``cfg.export`` asks for them; ``episodes`` (each episode's matrices) make the episode the unit of the
+    bounds and the posterior (rows then carry ``clusters`` and ``status``).
     """
     specs = resolve_specs(cfg.specs, cfg.custom_specs)
     for env_name in cfg.true_envs:
@@ -153,7 +160,8 @@ def run_sweep(
     warnings: list[str] = []
     for variant in cfg.variants:
         for env_name in cfg.true_envs:
-            counted = counted_observations(confusion, variant, cfg.true_envs[env_name], cfg.beyond_last_bin, name)
+            counted = counted_observations(confusion, variant, cfg.true_envs[env_name], cfg.beyond_last_bin, name,
+                                           episodes)
             obs = counted.model()
             draws = posterior_draws(counted, cfg, variant, env_name)
             for V in cfg.max_speeds:
@@ -168,6 +176,7 @@ def run_sweep(
                 t2 = time.perf_counter()
                 where = f"{variant}/{env_name}/V={V}"
                 bounds, info = chain_bounds(system, counted, specs, cfg, where, warnings)
+                unit = sampling_unit(counted, info.get("decision_bins"), where, warnings)
                 t3 = time.perf_counter()
                 post = chain_posterior(system, obs, draws, specs, cfg, warnings)
                 t4 = time.perf_counter()
@@ -179,6 +188,7 @@ def run_sweep(
                             "initial_speed": int(v), "probability": float(values[spec_name][s]),
                             "lower": None if b is None else float(b.lower[s]),
                             "upper": None if b is None else float(b.upper[s]),
+                            **unit["row"],
                         }
                         if draws is not None:
                             err = None if q is None or q.mc_error is None else float(q.mc_error[i])
@@ -191,7 +201,8 @@ def run_sweep(
                 chains.append({
                     "variant": variant, "true_env": env_name, "max_speed": V, "n_states": chain.n_states,
                     "n_transitions": chain.n_transitions, "road_cells": g.road_cells, "stop_cell": g.stop_cell,
-                    "crosswalk_cell": g.crosswalk_cell, **info, "build_seconds": round(t1 - t0, 6),
+                    "crosswalk_cell": g.crosswalk_cell, **info,
+                    "unit": unit["chain"], "build_seconds": round(t1 - t0, 6),
                     "check_seconds": round(t2 - t1, 6), "bounds_seconds": round(t3 - t2, 6),
                     "posterior_seconds": round(t4 - t3, 6),
                 })
@@ -202,6 +213,25 @@ def run_sweep(
                     if cfg.export in ("prism", "both"):
                         export_prism_explicit(chain, stem)
     return SweepResult(tuple(results), tuple(chains), specs, tuple(dict.fromkeys(warnings)))
+
+
+def sampling_unit(counted: CountedObservations, bins: list[int] | None, where: str,
+                  warnings: list[str]) -> dict[str, dict[str, Any]]:
+    """What the chain's intervals rest on: episodes (their number in the columns the chain decides in, the design
+    effect) or frames (no cluster information); fewer than `MIN_CLUSTERS` episodes make its rows INCONCLUSIVE."""
+    d = counted.design()
+    if d is None:
+        return {"row": {}, "chain": {"kind": "frames", "note": "no cluster information: frames taken as independent"}}
+    cols = counted.true_columns
+    sel = np.asarray(bins if bins else range(counted.counts.shape[0]), dtype=np.int64)
+    clusters = int(d.clusters[np.ix_(sel, cols)].min())
+    deff = float(d.deff[np.ix_(sel, cols)].max())
+    status = "inconclusive" if clusters < MIN_CLUSTERS else "ok"
+    if status == "inconclusive":
+        warnings.append(f"{where}: the chain's columns rest on {clusters} episode(s) (< {MIN_CLUSTERS}): its bounds "
+                        "and posterior are INCONCLUSIVE for any requirement")
+    return {"row": {"clusters": clusters, "status": status},
+            "chain": {"kind": "episodes", "clusters": clusters, "design_effect": deff}}
 
 
 def to_json_dict(sweep: SweepResult, matrices: str, confusion: DistanceConfusion,

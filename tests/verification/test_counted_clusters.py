@@ -94,3 +94,43 @@ def test_cluster_counts_must_add_up():
     cl = episodes([3, 4], 5)
     with pytest.raises(VerificationError, match="summing to the counts"):
         CountedObservations.for_class(cl.sum(axis=0) + 1, LABELS, ["ped"], [(0.0, 100.0)], "t", cl)
+
+
+def _split_reference(n_episodes: int):
+    """The reference matrices dealt into ``n_episodes`` episodes (multinomial split of every cell, fixed seed)."""
+    from dataclasses import replace
+
+    from perception_safety.evaluation.confusion.io import load_matrices
+
+    from .conftest import REFERENCE
+
+    dc = load_matrices(REFERENCE)
+    rng = np.random.default_rng(0)
+    parts = {}
+    for kind in ("class", "prop"):
+        c = np.asarray(dc.counts(kind), dtype=np.int64)
+        split = np.moveaxis(rng.multinomial(c.ravel(), np.full(n_episodes, 1 / n_episodes)), -1, 0)
+        parts[kind] = split.reshape((n_episodes, *c.shape))
+    eps = [replace(dc, class_cm=parts["class"][e], prop_cm=parts["prop"][e],
+                   class_cm_pooled=parts["class"][e].sum(axis=0), prop_cm_pooled=parts["prop"][e].sum(axis=0))
+           for e in range(n_episodes)]
+    return dc, eps
+
+
+@pytest.mark.parametrize(("n_episodes", "status"), [(4, "inconclusive"), (12, "ok")])
+def test_sweep_with_episodes_states_the_unit_and_too_few_are_inconclusive(n_episodes, status):
+    from perception_safety.verification.config import VerificationConfig
+    from perception_safety.verification.sweep import run_sweep
+
+    dc, eps = _split_reference(n_episodes)
+    cfg = VerificationConfig(max_speeds=[2], variants=["class_by_distance"], specs=["phi"], posterior={"draws": 200},
+                             true_envs={"ped": {"class": ["ped"], "prop": "ped"}})
+    plain, clustered = run_sweep(dc, cfg), run_sweep(dc, cfg, episodes=eps)
+    assert "status" not in plain.results[0] and plain.chains[0]["unit"]["kind"] == "frames"
+    for p, c in zip(plain.results, clustered.results, strict=True):
+        assert c["probability"] == p["probability"]  # the point estimate does not depend on the unit
+        assert c["clusters"] == n_episodes and c["status"] == status
+        assert c["lower"] <= p["lower"] + 1e-12 and c["upper"] >= p["upper"] - 1e-12
+    assert clustered.chains[0]["unit"] == {"kind": "episodes", "clusters": n_episodes,
+                                           "design_effect": clustered.chains[0]["unit"]["design_effect"]}
+    assert any("INCONCLUSIVE" in w for w in clustered.warnings) == (status == "inconclusive")

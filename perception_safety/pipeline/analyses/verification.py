@@ -34,7 +34,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         for variant in vcfg.variants:
             one_cfg = vcfg.model_copy(update={"true_envs": {env_name: env}, "variants": [variant]})
             try:
-                one = run_sweep(dc, one_cfg, d, "evaluated matrices")
+                one = run_sweep(dc, one_cfg, d, "evaluated matrices", red.episode_confusions)
             except VerificationError as exc:
                 skipped[f"{env_name}/{variant}"] = str(exc)
                 sec.text(f"True environment '{env_name}', variant '{variant}' not checked: {exc}", "warn")
