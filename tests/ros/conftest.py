@@ -154,11 +154,35 @@ def start_node() -> Iterator[Callable[..., NodeProcess]]:
         p.stop(signal.SIGINT, timeout=5.0)
 
 
+def set_parameter(client: Client, node: str, name: str, value: Any) -> Any:
+    """Call ``/<node>/set_parameters`` for one parameter (bool, int, float or str); returns its SetParametersResult."""
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    if isinstance(value, bool):
+        pv = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+    elif isinstance(value, int):
+        pv = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
+    elif isinstance(value, float):
+        pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
+    else:
+        pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    cli = client.node.create_client(SetParameters, f"/{node}/set_parameters")
+    try:
+        assert cli.wait_for_service(timeout_sec=10)
+        fut = cli.call_async(SetParameters.Request(parameters=[Parameter(name=name, value=pv)]))
+        assert wait_until(fut.done, timeout=10)
+        return fut.result().results[0]
+    finally:
+        client.node.destroy_client(cli)
+
+
 class Tools:
     """Helpers handed to tests (module-scoped fixtures cannot use function-scoped ones)."""
 
     NodeProcess = NodeProcess
     wait_until = staticmethod(wait_until)
+    set_parameter = staticmethod(set_parameter)
     root = ROOT
 
 

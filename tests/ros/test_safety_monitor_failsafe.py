@@ -54,18 +54,15 @@ def warm_up(pubs, out, ros_tools, proc) -> None:
     assert ros_tools.wait_until(judged, timeout=30, period=0.0), proc.output()
 
 
-@pytest.fixture
-def node(ros_client, ros_tools, start_node, tmp_path, request):
-    """A fresh safety_monitor (the shipped config, test regions) with its own topics; returns pubs and outputs."""
+def start_monitor(ros_client, ros_tools, start_node, tmp_path, name, params):
+    """A safety_monitor with its own topics, discovered and warmed up; returns the process, publishers, outputs."""
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image
     from std_msgs.msg import Bool
     from vision_msgs.msg import Detection2DArray
 
-    name = f"fs_{request.node.name.split('[')[0][-20:]}"
     cam, dets = f"/{name}/cam", f"/{name}/dets"
-    proc = start_node("safety_monitor", name, _params(tmp_path, ros_tools, name),
-                      {"/camera/image_raw": cam, "/detections": dets}, tmp_path)
+    proc = start_node("safety_monitor", name, params, {"/camera/image_raw": cam, "/detections": dets}, tmp_path)
     pubs = {"image": ros_client.publisher(Image, cam), "dets": ros_client.publisher(Detection2DArray, dets)}
     out = {"results": ros_client.collect(DiagnosticArray, f"/{name}/monitor_results"),
            "stop": ros_client.collect(Bool, f"/{name}/stop_request"),
@@ -75,7 +72,15 @@ def node(ros_client, ros_tools, start_node, tmp_path, request):
         and all(ros_client.node.count_publishers(f"/{name}/{t}") > 0 for t in ("stop_request", "monitor_results"))),
         timeout=30), proc.output()
     warm_up(pubs, out, ros_tools, proc)
-    return name, proc, pubs, out
+    return proc, pubs, out
+
+
+@pytest.fixture
+def node(ros_client, ros_tools, start_node, tmp_path, request):
+    """A fresh safety_monitor (the shipped config, test regions); returns its name, process, pubs and outputs."""
+    name = f"fs_{request.node.name.split('[')[0][-20:]}"
+    params = _params(tmp_path, ros_tools, name)
+    return (name, *start_monitor(ros_client, ros_tools, start_node, tmp_path, name, params))
 
 
 def _stop_status(out, stamp_ns):

@@ -183,26 +183,12 @@ def test_bad_input_is_reported_on_diagnostics_and_skipped(monitor, ros_tools, ca
 
 
 def test_parameters_change_at_run_time_with_validation(monitor, ros_client, ros_tools):
-    from rcl_interfaces.msg import Parameter as ParameterMsg
-    from rcl_interfaces.msg import ParameterType, ParameterValue
-    from rcl_interfaces.srv import SetParameters
-
     from perception_safety.core.types import Box, Detection
 
     _proc, pubs, out = monitor
-    cli = ros_client.node.create_client(SetParameters, "/safety_monitor/set_parameters")
-    assert cli.wait_for_service(timeout_sec=10)
 
     def set_param(name, value):
-        if isinstance(value, float):
-            pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
-        elif isinstance(value, int):
-            pv = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
-        else:
-            pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
-        fut = cli.call_async(SetParameters.Request(parameters=[ParameterMsg(name=name, value=pv)]))
-        assert ros_tools.wait_until(fut.done, timeout=10)
-        return fut.result().results[0]
+        return ros_tools.set_parameter(ros_client, "safety_monitor", name, value)
 
     bad = set_param("stale_timeout_s", -1.0)
     assert not bad.successful and "stale_timeout_s" in bad.reason and "greater than 0" in bad.reason

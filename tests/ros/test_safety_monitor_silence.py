@@ -10,38 +10,22 @@ import threading
 import time
 
 import pytest
+import yaml
 
-from .test_safety_monitor_failsafe import _statuses, warm_up
+from .test_safety_monitor_failsafe import _statuses, start_monitor
 from .test_safety_monitor_node import _params
 
 pytestmark = pytest.mark.ros
 
 
 def _start(ros_client, ros_tools, start_node, tmp_path, name, odometry=""):
-    from diagnostic_msgs.msg import DiagnosticArray
-    from sensor_msgs.msg import Image
-    from std_msgs.msg import Bool
-    from vision_msgs.msg import Detection2DArray
-
-    cam, dets = f"/{name}/cam", f"/{name}/dets"
     params = _params(tmp_path, ros_tools, name, silence={"stop": "moving", "standstill_speed_mps": 0.1})
     if odometry:
-        import yaml
-
         doc = yaml.safe_load(params.read_text())
         doc[name]["ros__parameters"]["topics"]["odometry"] = odometry
         params.write_text(yaml.safe_dump(doc))
-    proc = start_node("safety_monitor", name, params, {"/camera/image_raw": cam, "/detections": dets}, tmp_path)
-    pubs = {"image": ros_client.publisher(Image, cam), "dets": ros_client.publisher(Detection2DArray, dets)}
-    out = {"results": ros_client.collect(DiagnosticArray, f"/{name}/monitor_results"),
-           "stop": ros_client.collect(Bool, f"/{name}/stop_request"),
-           "diag": ros_client.collect(DiagnosticArray, "/diagnostics")}
-    assert ros_tools.wait_until(lambda: not proc.alive() or (
-        all(p.get_subscription_count() > 0 for p in pubs.values())
-        and ros_client.node.count_publishers(f"/{name}/monitor_results") > 0), timeout=30), proc.output()
-
-    warm_up(pubs, out, ros_tools, proc)  # then the inputs fall silent
-    return proc, out
+    proc, _pubs, out = start_monitor(ros_client, ros_tools, start_node, tmp_path, name, params)
+    return proc, out  # then the inputs fall silent
 
 
 def _liveness(out, name, level, since=0):

@@ -13,7 +13,7 @@ import signal
 import pytest
 import yaml
 
-from .test_safety_monitor_failsafe import _dets, _image, _statuses, _stop_status, warm_up
+from .test_safety_monitor_failsafe import _dets, _image, _statuses, _stop_status, start_monitor
 from .test_safety_monitor_node import _params, _values
 
 pytestmark = pytest.mark.ros
@@ -24,33 +24,8 @@ SWITCHES = [("fail_safe_stop", False), ("stop_on_monitor_alarm", False), ("liven
             ("silence.stop", "never"), ("unjudged_frames", 1000), ("unjudged_ms", 3_600_000.0)]
 
 
-def _set(ros_client, ros_tools, node, name, value):
-    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-    from rcl_interfaces.srv import SetParameters
-
-    if isinstance(value, bool):
-        pv = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
-    elif isinstance(value, int):
-        pv = ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
-    elif isinstance(value, float):
-        pv = ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
-    else:
-        pv = ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
-    cli = ros_client.node.create_client(SetParameters, f"/{node}/set_parameters")
-    assert cli.wait_for_service(timeout_sec=10)
-    fut = cli.call_async(SetParameters.Request(parameters=[Parameter(name=name, value=pv)]))
-    assert ros_tools.wait_until(fut.done, timeout=10)
-    ros_client.node.destroy_client(cli)
-    return fut.result().results[0]
-
-
 def test_switches_are_read_only_and_a_switched_off_rule_is_used_and_reported(ros_client, ros_tools, start_node,
                                                                            tmp_path):
-    from diagnostic_msgs.msg import DiagnosticArray
-    from sensor_msgs.msg import Image
-    from std_msgs.msg import Bool
-    from vision_msgs.msg import Detection2DArray
-
     from perception_safety.ros import convert
 
     name = "switches"
@@ -58,19 +33,10 @@ def test_switches_are_read_only_and_a_switched_off_rule_is_used_and_reported(ros
     doc = yaml.safe_load(params.read_text())
     doc[name]["ros__parameters"]["monitors"]["stop_region"]["enabled"] = False
     params.write_text(yaml.safe_dump(doc))
-    cam, dets = f"/{name}/cam", f"/{name}/dets"
-    proc = start_node("safety_monitor", name, params, {"/camera/image_raw": cam, "/detections": dets}, tmp_path)
-    pubs = {"image": ros_client.publisher(Image, cam), "dets": ros_client.publisher(Detection2DArray, dets)}
-    out = {"results": ros_client.collect(DiagnosticArray, f"/{name}/monitor_results"),
-           "stop": ros_client.collect(Bool, f"/{name}/stop_request"),
-           "diag": ros_client.collect(DiagnosticArray, "/diagnostics")}
-    assert ros_tools.wait_until(lambda: not proc.alive() or (
-        all(p.get_subscription_count() > 0 for p in pubs.values())
-        and ros_client.node.count_publishers(f"/{name}/monitor_results") > 0), timeout=30), proc.output()
-    warm_up(pubs, out, ros_tools, proc)
+    proc, pubs, out = start_monitor(ros_client, ros_tools, start_node, tmp_path, name, params)
 
     for key, value in SWITCHES:  # what a hostile participant tried: every one refused, nothing changed
-        res = _set(ros_client, ros_tools, name, key, value)
+        res = ros_tools.set_parameter(ros_client, name, key, value)
         assert not res.successful and "read-only" in res.reason, (key, res.reason)
     # a frame the stop rule would stop on (a person in its region, not in the danger region: no ghost alarm):
     # the rule is off, as the params file says, so no stop, and no stop_region result pretends otherwise
