@@ -21,7 +21,7 @@ from typing import Any
 
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.bbsl_testing import box_extent
-from perception_safety.io.bag import BagError, BagReadReport, BagTopics, read_frames, read_monitor_results
+from perception_safety.io.bag import BagError, BagReadReport, BagTopics, StatusRecords, read_frames
 
 PARTIAL_FORMAT = "perception_safety.partial/2"
 
@@ -72,29 +72,29 @@ class EpisodeFrames:
 EpisodeMap = Callable[[EpisodeFrames], dict[str, Any]]
 
 
-def _bag_verdicts(path: str, frames: Sequence[Frame], opts: ReadOptions) -> tuple[list[bool | None] | None, str]:
-    try:
-        statuses = read_monitor_results(path, opts.topics)
-    except BagError as exc:
-        return None, str(exc)
+def _verdicts(path: str, frames: Sequence[Frame], records: StatusRecords, name: str, topic: str):
+    """Each frame's alarm of the status ``name`` joined by stamp (None: no verdict), or why there are none."""
+    if records.missing:
+        return None, records.missing
     by_stamp: dict[int, bool] = {}
-    for stamp, results in statuses:
+    for stamp, results in records.items:
         for r in results:
-            if r.name == opts.statuses:
+            if r.name == name:
                 by_stamp[int(stamp)] = bool(r.alarm)
     if not by_stamp:
-        return None, f"{path}: no status named {opts.statuses!r} on {opts.topics.monitor_results}"
+        return None, f"{path}: no status named {name!r} on {topic}"
     return [by_stamp.get(int(f.stamp_ns)) for f in frames], ""
 
 
 def read_episodes(inp: MapInput, opts: ReadOptions, report: BagReadReport) -> Iterator[EpisodeFrames]:
-    """The episodes of one input (a bag: one episode), read once."""
+    """The episodes of one input (a bag: one episode), read once (frames and monitor results in one pass)."""
     if inp.kind != "bag":
         raise BagError(f"{inp.path}: unknown input kind {inp.kind!r}")
-    frames = list(read_frames(inp.path, opts.topics, opts.tolerance_ns, opts.with_images, report))
+    records = StatusRecords() if opts.statuses is not None else None
+    frames = list(read_frames(inp.path, opts.topics, opts.tolerance_ns, opts.with_images, report, records))
     verdicts, missing = (None, "")
-    if opts.statuses is not None:
-        verdicts, missing = _bag_verdicts(inp.path, frames, opts)
+    if records is not None and opts.statuses is not None:
+        verdicts, missing = _verdicts(inp.path, frames, records, opts.statuses, opts.topics.monitor_results)
     episode = str(inp.conditions.get("episode") or inp.path)
     yield EpisodeFrames(inp.path, episode, inp.conditions, frames, verdicts, missing)
 

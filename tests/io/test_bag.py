@@ -112,6 +112,16 @@ def test_monitor_results_round_trip(make_frames, tmp_path):
     assert [s for s, _ in back] == [f.stamp_ns for f in frames]
     assert [r for _, r in back] == results  # values exact: floats travel as their repr
     assert len(list(read_frames(tmp_path / "bag"))) == 5  # the status topic does not disturb frame assembly
+    # issue 27: the same results read in the frames' own pass over the file (no second read for verdicts)
+    from perception_safety.io.bag import BagReadReport, StatusRecords
+
+    records, report = StatusRecords(), BagReadReport()
+    assert len(list(read_frames(tmp_path / "bag", with_images=False, report=report, statuses=records))) == 5
+    assert records.items == back and records.missing == "" and not report.unmatched and not report.skipped
+    write_frames(tmp_path / "plain", frames)
+    none = StatusRecords()
+    assert len(list(read_frames(tmp_path / "plain", statuses=none))) == 5
+    assert none.items == [] and "/perception_safety/monitor_results not in the bag" in none.missing
 
 
 def test_compressed_images_and_camera_info_round_trip(make_frames, tmp_path):

@@ -14,6 +14,7 @@ from perception_safety.io.bag.layout import (
 from perception_safety.io.bag.reading import (
     BagReadReport,
     SkippedMessage,
+    StatusRecords,
     find_bags,
     read_bags,
     read_frames,
@@ -29,6 +30,7 @@ __all__ = [
     "BagTopics",
     "CameraInfoSpec",
     "SkippedMessage",
+    "StatusRecords",
     "find_bags",
     "read_bags",
     "read_frames",

@@ -70,6 +70,15 @@ class BagReadReport:
         return lines
 
 
+@dataclass
+class StatusRecords:
+    """The monitor's results read in the same pass as the frames (`read_frames` ``statuses``): ``(stamp_ns,
+    results)`` per message in bag order, or why there are none (topic absent, a message unreadable)."""
+
+    items: list[tuple[int, tuple[MonitorResult, ...]]] = field(default_factory=list)
+    missing: str = ""
+
+
 def read_monitor_results(
     path: str | Path, topics: BagTopics | None = None
 ) -> list[tuple[int, tuple[MonitorResult, ...]]]:
@@ -146,8 +155,13 @@ def read_frames(
     tolerance_ns: int = 0,
     with_images: bool = True,
     report: BagReadReport | None = None,
+    statuses: StatusRecords | None = None,
 ) -> Iterator[Frame]:
-    """Yield the frames of one bag in anchor-stamp order (see the module docstring)."""
+    """Yield the frames of one bag in anchor-stamp order (see the module docstring).
+
+    With ``statuses`` the monitor results (``topics.monitor_results``) are read in the same pass over the file and
+    collected there (as `read_monitor_results` returns them), so verdicts cost no second read of the bag.
+    """
     topics = topics or BagTopics()
     report = report if report is not None else BagReadReport()
     path = Path(path)
@@ -158,7 +172,7 @@ def read_frames(
     except Exception as exc:  # rosbags raises several types for damaged bags
         raise BagError(f"{bag}: cannot open bag: {exc}") from exc
     try:
-        yield from _read_open(reader, bag, topics, tolerance_ns, with_images, report)
+        yield from _read_open(reader, bag, topics, tolerance_ns, with_images, report, statuses)
     finally:
         reader.close()
 
@@ -194,19 +208,35 @@ def _connections(
 
 
 def _decode_topics(
-    reader: Reader, bag: str, conns: dict[str, Any], report: BagReadReport
+    reader: Reader, bag: str, conns: dict[str, Any], report: BagReadReport, statuses: StatusRecords | None = None
 ) -> dict[str, tuple[np.ndarray, list[Any]]]:
-    """Decode every non-image topic in one pass over the bag (one read of the file, whatever its size)."""
+    """Decode every non-image topic in one pass over the bag (one read of the file, whatever its size); the monitor
+    results (connection ``conns["monitor_results"]``) go to ``statuses`` (one bad message drops them all, with the
+    reason, as `read_monitor_results` fails)."""
     store = ros2_typestore()
-    roles = {conn.id: role for role, conn in conns.items() if role != "image"}
+    roles = {conn.id: role for role, conn in conns.items() if role not in ("image", "monitor_results")}
     stamps: dict[str, list[int]] = {role: [] for role in roles.values()}
     values: dict[str, list[Any]] = {role: [] for role in roles.values()}
     counts = dict.fromkeys(roles.values(), 0)
     wanted = [conns[role] for role in roles.values()]
+    status_conn = conns.get("monitor_results")
+    if status_conn is not None:
+        wanted.append(status_conn)
     if not wanted:
         return {}
+    status_index = 0
     try:
         for conn, _, raw in reader.messages(connections=wanted):
+            if conn is status_conn or (status_conn is not None and conn.id == status_conn.id):
+                if statuses is not None and not statuses.missing:
+                    try:
+                        msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
+                        statuses.items.append((bm.stamp_ns_of(msg), bm.monitor_results_from_msg(msg)))
+                    except Exception as exc:
+                        statuses.items.clear()
+                        statuses.missing = f"{bag}: {conn.topic} message #{status_index}: {exc}"
+                status_index += 1
+                continue
             role = roles[conn.id]
             index = counts[role]
             counts[role] += 1
@@ -243,10 +273,22 @@ def _image_stamps(reader: Reader, bag: str, conn: Any, report: BagReadReport) ->
 
 
 def _read_open(
-    reader: Reader, bag: str, topics: BagTopics, tolerance_ns: int, with_images: bool, report: BagReadReport
+    reader: Reader,
+    bag: str,
+    topics: BagTopics,
+    tolerance_ns: int,
+    with_images: bool,
+    report: BagReadReport,
+    statuses: StatusRecords | None = None,
 ) -> Iterator[Frame]:
     conns = _connections(reader, bag, topics, with_images, report)
-    decoded = _decode_topics(reader, bag, conns, report)
+    if statuses is not None:
+        status_conn = next((c for c in reader.connections if c.topic == topics.monitor_results), None)
+        if status_conn is None or not topics.monitor_results:
+            statuses.missing = f"{bag}: topic {topics.monitor_results} not in the bag"
+        else:
+            conns["monitor_results"] = status_conn
+    decoded = _decode_topics(reader, bag, conns, report, statuses)
     image_stamps = _image_stamps(reader, bag, conns["image"], report) if "image" in conns else None
 
     if topics.anchor == "image":
