@@ -58,3 +58,15 @@ def ray_cluster() -> str:
     finally:
         ray.shutdown()
         shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def kitti_scene():
+    """tests/kitti_scene.py: a KITTI-like camera (1242x375) and pedestrians at known ground positions."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("kitti_scene", Path(__file__).with_name("kitti_scene.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

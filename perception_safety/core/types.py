@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from perception_safety.core.camera import Intrinsics
+
 
 class InvalidValueError(ValueError):
     """A value violates its type's invariant (NaN/inf coordinate, inverted box, ...)."""
@@ -138,6 +140,8 @@ class Frame:
     ``detections`` is what the detector reports (above its score threshold): every metric and monitor uses
     these. ``candidates`` are its raw boxes *below* the threshold where they were recorded (``None``: not
     recorded); only PCD reads them, as the paper's un-thresholded top-score input (docs/pcd.md).
+    ``camera`` is the CameraInfo that came with the image (``None``: none known); camera-relative monitor regions
+    are resolved against it (docs/monitors.md, "Regions").
     """
 
     stamp_ns: int
@@ -150,6 +154,7 @@ class Frame:
     episode: str = ""
     """The independent unit the frame belongs to (a bag, its ``perception_safety.episode``, a dataset's episode
     key); ``""`` = not known. Cluster-aware intervals group frames by it (evaluation/clustered.py)."""
+    camera: Intrinsics | None = None
 
     def detection_boxes(self) -> np.ndarray:
         """Detections' boxes as an ``(n, 4)`` float64 array."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from perception_safety.core.camera import Intrinsics
 from perception_safety.core.types import Box, Detection, EgoState, GroundTruthObject, InvalidValueError
 from perception_safety.io.typestore import ros2_typestore
 from perception_safety.monitors.base import Level, MonitorResult
@@ -124,6 +125,21 @@ def camera_info_size(msg: Any) -> tuple[int, int]:
     if w <= 0 or h <= 0:
         raise InvalidValueError(f"camera_info: image size {w}x{h} is not positive")
     return w, h
+
+
+def camera_info_intrinsics(msg: Any) -> Intrinsics | None:
+    """The pinhole intrinsics of a CameraInfo (K's fx, fy, cx, cy and the size); ``None`` when K is all zero
+    (an uncalibrated camera: its size is known, its model is not). Distortion is not modelled: rectified images."""
+    w, h = camera_info_size(msg)
+    k = [float(v) for v in msg.k]
+    if len(k) != 9:
+        raise InvalidValueError(f"camera_info: K has {len(k)} entries, expected 9")
+    if not any(k):
+        return None
+    fx, fy, cx, cy = k[0], k[4], k[2], k[5]
+    if not all(math.isfinite(v) for v in (fx, fy, cx, cy)) or fx <= 0 or fy <= 0:
+        raise InvalidValueError(f"camera_info: K has fx={fx}, fy={fy}, cx={cx}, cy={cy}: not a pinhole camera")
+    return Intrinsics(fx, fy, cx, cy, w, h)
 
 
 def check_image_size(image: np.ndarray, info_size: tuple[int, int] | None) -> None:

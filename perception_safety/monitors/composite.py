@@ -70,11 +70,11 @@ def build_runtime_monitor(config: MonitorsConfig | None = None, name: str = "mon
     if config.contrast.enabled:
         members.append(ContrastMonitor(config.contrast))
     if config.plausibility.enabled:
-        members.append(PlausibilityMonitor(config.plausibility))
+        members.append(PlausibilityMonitor(config.plausibility, config.camera))
     return CompositeMonitor(members, name)
 
 
 def build_stop_rule(config: MonitorsConfig | None = None) -> StopRegionMonitor:
     """The emergency-braking rule (not part of m_f: it is the planner the monitor protects)."""
     config = config or MonitorsConfig()
-    return StopRegionMonitor(config.stop_region)
+    return StopRegionMonitor(config.stop_region, config.camera)

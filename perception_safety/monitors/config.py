@@ -1,16 +1,23 @@
 """Pydantic config models of the monitors (YAML section ``monitors`` of ``config/monitors.yaml``).
 
 Defaults are the constants of the SG/RH/AC paper's public CARLA code (DESIGN.md): contrast
-threshold 1580 at 1280x720, warning region (274, 468, 733, 252), danger region (385, 470, 510, 250).
+threshold 1580 at 1280x720, warning region (274, 468, 733, 252), danger region (385, 470, 510, 250), the
+regions as fractions of the image (the same pixels at 1280x720, scaled on other cameras).
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from perception_safety.core.types import Box
+from perception_safety.core.labels import expand
+from perception_safety.monitors.regions.forms import CameraMount, GroundCorridor, Region
+
+__all__ = [
+    "DANGER_REGION", "WARNING_REGION", "CameraMount", "ContrastConfig", "GroundCorridor", "MonitorsConfig",
+    "PerturbationConfig", "PlausibilityConfig", "Region", "StopRegionConfig",
+]
 
 
 class _Strict(BaseModel):
@@ -18,25 +25,21 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
-class Region(_Strict):
-    """Pixel rectangle ``left, top, width, height`` (origin top-left), as the paper's code states them."""
-
-    left: float
-    top: float
-    width: float = Field(gt=0)
-    height: float = Field(gt=0)
-
-    @property
-    def box(self) -> Box:
-        """The region as a `Box` ``(x_min, y_min, x_max, y_max)``."""
-        return Box(self.left, self.top, self.left + self.width, self.top + self.height)
-
-    def as_array(self) -> tuple[float, float, float, float]:
-        return (self.left, self.top, self.left + self.width, self.top + self.height)
+#: labels or fnmatch patterns; ``@preset`` entries of `perception_safety.core.labels.PRESETS` are expanded
+DEFAULT_WATCHED = ("@pedestrians",)
 
 
-WARNING_REGION = Region(left=274, top=468, width=733, height=252)
-DANGER_REGION = Region(left=385, top=470, width=510, height=250)
+def _expand_watched(value: tuple[str, ...]) -> tuple[str, ...]:
+    out = expand(value)
+    if not out:
+        raise ValueError("watched_classes is empty: the monitor would watch nothing")
+    return out
+
+
+#: the paper's rectangles (DESIGN.md, drawn for 1280x720) as fractions of the image: the same pixels at 1280x720
+PAPER_IMAGE_SIZE = (1280, 720)
+WARNING_REGION = Region.of_pixels(274, 468, 733, 252, PAPER_IMAGE_SIZE)
+DANGER_REGION = Region.of_pixels(385, 470, 510, 250, PAPER_IMAGE_SIZE)
 
 ContrastStatistic = Literal["row_variance", "rms", "michelson"]
 DEFAULT_CONTRAST_THRESHOLDS: dict[str, float] = {
@@ -77,7 +80,7 @@ class PlausibilityConfig(_Strict):
     """Ghost-detection monitor: watched classes, regions, association and physical bounds."""
 
     enabled: bool = True
-    watched_classes: tuple[str, ...] = ("person", "pedestrian")
+    watched_classes: tuple[str, ...] = expand(DEFAULT_WATCHED)
     min_score: float = Field(default=0.0, ge=0.0, le=1.0)
     danger_region: Region = DANGER_REGION
     warning_region: Region = WARNING_REGION
@@ -97,21 +100,44 @@ class PlausibilityConfig(_Strict):
                                 description="watched detections judged per frame (highest scores first)")
     max_tracks: int = Field(default=256, ge=1, le=10_000, description="live tracks kept (most recently seen first)")
 
+    @field_validator("watched_classes")
+    @classmethod
+    def _expand(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _expand_watched(value)
+
 
 class StopRegionConfig(_Strict):
-    """Emergency-braking rule: stop when a watched box overlaps ``region``."""
+    """Emergency-braking rule: stop when a watched box overlaps ``region`` (``rule: region``), or when its
+    bottom-centre on flat ground lies in the metric ``corridor`` (``rule: corridor``)."""
 
     enabled: bool = True
-    watched_classes: tuple[str, ...] = ("person", "pedestrian")
+    watched_classes: tuple[str, ...] = expand(DEFAULT_WATCHED)
+    rule: Literal["region", "corridor"] = "region"
     region: Region = WARNING_REGION
+    corridor: GroundCorridor | None = Field(default=None, description="the ego's path on the ground (rule: corridor)")
     min_score: float = Field(default=0.0, ge=0.0, le=1.0)
-    min_overlap_px: float = Field(default=0.0, ge=0.0, description="intersection area must exceed this")
+    min_overlap_px: float = Field(default=0.0, ge=0.0, description="intersection area must exceed this (rule: region)")
     source: Literal["detections", "ground_truth"] = "detections"
+
+    @field_validator("watched_classes")
+    @classmethod
+    def _expand(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return _expand_watched(value)
+
+    @model_validator(mode="after")
+    def _rule_has_its_region(self) -> StopRegionConfig:
+        if self.rule == "corridor" and self.corridor is None:
+            raise ValueError("rule: corridor needs a corridor: {half_width_m, near_m, far_m[, braking]}")
+        if self.rule == "region" and self.corridor is not None:
+            raise ValueError("a corridor is given but rule is 'region': set rule: corridor to use it")
+        return self
 
 
 class MonitorsConfig(_Strict):
-    """The ``monitors`` section: the runtime monitor m_f (contrast + plausibility) and the stop rule."""
+    """The ``monitors`` section: the runtime monitor m_f (contrast + plausibility), the stop rule and the camera
+    they watch (mounting and fall-backs for camera-relative regions)."""
 
+    camera: CameraMount = CameraMount()
     contrast: ContrastConfig = ContrastConfig()
     plausibility: PlausibilityConfig = PlausibilityConfig()
     stop_region: StopRegionConfig = StopRegionConfig()

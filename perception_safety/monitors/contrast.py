@@ -16,6 +16,7 @@ from perception_safety.core.types import Frame
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.monitors.config import ContrastConfig, Region
+from perception_safety.monitors.regions.resolve import CameraInUse, RegionError, rect_pixels
 
 
 class MonitorInputError(PerceptionSafetyError):
@@ -36,15 +37,16 @@ def luma8(image: np.ndarray) -> np.ndarray:
 
 
 def crop(image: np.ndarray, roi: Region | None) -> np.ndarray:
-    """View of ``image`` inside ``roi`` (clipped to the image); error when the clipped region is empty."""
+    """View of ``image`` inside ``roi`` (clipped to the image); `RegionError` when the roi misses the image (or is
+    a pixel roi drawn for another image size)."""
     if roi is None:
         return image
     h, w = image.shape[:2]
-    x0, y0, x1, y1 = roi.as_array()
+    x0, y0, x1, y1 = rect_pixels("contrast.roi", roi, CameraInUse((w, h)))
     c0, r0 = max(0, round(x0)), max(0, round(y0))
     c1, r1 = min(w, round(x1)), min(h, round(y1))
     if c1 <= c0 or r1 <= r0:
-        raise MonitorInputError(f"contrast: roi {roi.as_array()} does not intersect the {w}x{h} image")
+        raise RegionError(f"contrast.roi: {roi.describe()} covers no whole pixel of the {w}x{h} image")
     return image[r0:r1, c0:c1]
 
 

@@ -19,11 +19,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from perception_safety.core.labels import LabelMatcher
 from perception_safety.core.matching import match_boxes
 from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level, MonitorResult
-from perception_safety.monitors.config import PlausibilityConfig
+from perception_safety.monitors.config import CameraMount, PlausibilityConfig
 from perception_safety.monitors.geometry import centers, grow, intersection_areas, touches
+from perception_safety.monitors.regions.resolve import CameraInUse, PerCamera, Rect, camera_in_use, rect_pixels
 
 #: reasons listed per frame; the rest are summarised in one line (the counts are in the values)
 MAX_REASONS = 20
@@ -56,13 +58,23 @@ class _Tracks:
 class PlausibilityMonitor:
     """Ghost-detection monitor; ``update`` advances the track state, ``reset`` clears it."""
 
-    def __init__(self, config: PlausibilityConfig | None = None, name: str = "plausibility") -> None:
+    def __init__(self, config: PlausibilityConfig | None = None, camera: CameraMount | None = None,
+                 name: str = "plausibility") -> None:
         self.config = config or PlausibilityConfig()
+        camera = camera or CameraMount()
+        if camera.image_size is None and self.config.image_size is not None:
+            camera = camera.model_copy(update={"image_size": self.config.image_size})
+        self.camera = camera
         self.name = name
-        self._watched = frozenset(self.config.watched_classes)
-        self._danger = self.config.danger_region.as_array()
-        self._warning = grow(self.config.warning_region.as_array(), self.config.nearby_margin_px)
+        self._watched = LabelMatcher(self.config.watched_classes)
+        self.regions: PerCamera[tuple[Rect, Rect]] = PerCamera(self._resolve)
         self.reset()
+
+    def _resolve(self, camera: CameraInUse) -> tuple[Rect, Rect]:
+        """(danger, warning grown by the margin) in pixels of the camera's image."""
+        danger = rect_pixels("plausibility.danger_region", self.config.danger_region, camera)
+        warning = rect_pixels("plausibility.warning_region", self.config.warning_region, camera)
+        return danger, grow(warning, self.config.nearby_margin_px)
 
     def reset(self) -> None:
         """Forget all tracks, as at the start of an episode."""
@@ -76,11 +88,6 @@ class PlausibilityMonitor:
         """The live tracks after the last update: boxes ``(m, 4)``, ids ``(m,)``, seen near the warning region."""
         tr = self._tracks
         return tr.boxes.copy(), tr.ids.copy(), tr.near_warning.copy()
-
-    def _image_size(self, frame: Frame) -> tuple[int, int] | None:
-        if frame.image is not None:
-            return int(frame.image.shape[1]), int(frame.image.shape[0])
-        return self.config.image_size
 
     def _associate(self, boxes: np.ndarray, classes: np.ndarray, k: int) -> np.ndarray:
         """For each detection the index of its track or -1 (IoU first, then centre distance)."""
@@ -110,6 +117,8 @@ class PlausibilityMonitor:
     def update(self, frame: Frame) -> MonitorResult:
         """Judge one frame's detections against the tracks of the previous frames, then advance the tracks."""
         cfg = self.config
+        camera = camera_in_use(frame, self.camera)
+        danger_rect, warning_rect = self.regions.get(camera)
         self._frame_index += 1
         k = self._frame_index
         reasons: list[str] = []
@@ -117,19 +126,18 @@ class PlausibilityMonitor:
 
         # boxes outside the image or of zero area (every class)
         n_outside = 0
-        size = self._image_size(frame)
+        size = camera.size
         if dets:
             allb = np.array([d.box.as_tuple() for d in dets], dtype=np.float64)
             bad = (allb[:, 2] <= allb[:, 0]) | (allb[:, 3] <= allb[:, 1])
-            if size is not None:
-                tol = cfg.outside_tolerance_px
-                w, h = size
-                bad |= (allb[:, 0] < -tol) | (allb[:, 1] < -tol) | (allb[:, 2] > w + tol) | (allb[:, 3] > h + tol)
+            tol = cfg.outside_tolerance_px
+            w, h = size
+            bad |= (allb[:, 0] < -tol) | (allb[:, 1] < -tol) | (allb[:, 2] > w + tol) | (allb[:, 3] > h + tol)
             for i in np.flatnonzero(bad):
                 reasons.append(f"implausible box {dets[i].class_id} {_fmt(allb[i])} (outside image or empty)")
             n_outside = int(bad.sum())
 
-        watched = [d for d in dets if d.class_id in self._watched]
+        watched = [d for d in dets if self._watched(d.class_id)]
         n_dropped = max(0, len(watched) - cfg.max_detections)
         if n_dropped:
             watched = sorted(watched, key=lambda d: -d.score)[: cfg.max_detections]
@@ -138,8 +146,8 @@ class PlausibilityMonitor:
         assoc = self._associate(boxes, classes, k)
         tr = self._tracks
 
-        in_danger = intersection_areas(boxes, self._danger) > 0.0
-        near_now = touches(boxes, self._warning)
+        in_danger = intersection_areas(boxes, danger_rect) > 0.0
+        near_now = touches(boxes, warning_rect)
         matched = assoc >= 0
         explained = np.zeros(len(watched), dtype=bool)
         explained[matched] = tr.near_warning[assoc[matched]]

@@ -8,6 +8,9 @@ The same rule as a BBSL specification is `STOP_REGION_BBSL` (bind it with `bbsl_
 a subject box stops the car when its x- and y-projections overlap the region's. BBSL's overlap is
 closed, so a box that only touches the region's edge stops there and not here (a zero-area
 difference); ``min_overlap_px > 0`` has no BBSL counterpart.
+
+``rule: corridor`` replaces the image rectangle by a metric corridor on the ground: a box stops the car when its
+bottom-centre, back-projected onto flat ground, lies in the corridor (`regions.resolve.Corridor.inside`).
 """
 
 from __future__ import annotations
@@ -16,10 +19,20 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from perception_safety.core.labels import LabelMatcher
 from perception_safety.core.types import Box, Frame
 from perception_safety.monitors.base import Level, MonitorResult
-from perception_safety.monitors.config import StopRegionConfig
+from perception_safety.monitors.config import CameraMount, StopRegionConfig
 from perception_safety.monitors.geometry import intersection_areas
+from perception_safety.monitors.regions.resolve import (
+    CameraInUse,
+    Corridor,
+    PerCamera,
+    RegionError,
+    camera_in_use,
+    corridor_for,
+    rect_pixels,
+)
 
 STOP_REGION_BBSL = """\
 // Emergency-braking rule of the SG/RH/AC paper's CARLA use case: stop when a pedestrian box
@@ -47,10 +60,21 @@ endcase
 """
 
 
-def bbsl_bindings(config: StopRegionConfig) -> dict[str, object]:
-    """Exfunction bindings of `STOP_REGION_BBSL` for ``config`` (config-style values of the BBSL loader)."""
-    x0, y0, x1, y1 = config.region.as_array()
+def bbsl_bindings(config: StopRegionConfig, image_size: tuple[float, float]) -> dict[str, object]:
+    """Exfunction bindings of `STOP_REGION_BBSL` for ``config`` on images of ``image_size`` (config-style values of
+    the BBSL loader); `RegionError` for the corridor rule (no BBSL form) or a region that misses the image."""
+    if config.rule == "corridor":
+        raise RegionError("stop_region: the metric corridor rule has no BBSL form (STOP_REGION_BBSL binds an image "
+                          "rectangle); give stop_region.rule: region for BBSL checks")
+    size = (round(image_size[0]), round(image_size[1]))
+    x0, y0, x1, y1 = rect_pixels("stop_region.region", config.region, CameraInUse(size))
     return {"pedestrianExists": "subject_exists", "pedestrian": "subject", "warningX": [x0, x1], "warningY": [y0, y1]}
+
+
+def _watched(classes: Sequence[str], scores: Sequence[float] | np.ndarray, config: StopRegionConfig) -> np.ndarray:
+    match = LabelMatcher(config.watched_classes)
+    watched = np.fromiter((match(c) for c in classes), dtype=bool, count=len(classes))
+    return watched & (np.asarray(scores, dtype=np.float64) >= config.min_score)
 
 
 def overlapping(
@@ -58,48 +82,69 @@ def overlapping(
     classes: Sequence[str],
     scores: Sequence[float] | np.ndarray,
     config: StopRegionConfig,
+    rect: tuple[float, float, float, float],
 ) -> np.ndarray:
-    """Indices of the watched boxes (score >= min_score) whose overlap with the region exceeds ``min_overlap_px``."""
+    """Indices of the watched boxes (score >= min_score) whose overlap with the pixel rectangle ``rect`` (the
+    region resolved for the image, `rect_pixels`) exceeds ``min_overlap_px``."""
     if boxes.shape[0] == 0:
         return np.zeros(0, dtype=np.int64)
-    watched = np.fromiter((c in config.watched_classes for c in classes), dtype=bool, count=len(classes))
-    watched &= np.asarray(scores, dtype=np.float64) >= config.min_score
-    area = intersection_areas(boxes, config.region.as_array())
-    return np.flatnonzero(watched & (area > config.min_overlap_px))
+    area = intersection_areas(boxes, rect)
+    return np.flatnonzero(_watched(classes, scores, config) & (area > config.min_overlap_px))
 
 
 def should_stop(
-    boxes: Iterable[Box], classes: Sequence[str], scores: Sequence[float], config: StopRegionConfig
+    boxes: Iterable[Box], classes: Sequence[str], scores: Sequence[float], config: StopRegionConfig,
+    image_size: tuple[int, int],
 ) -> bool:
-    """The braking decision for one frame's boxes: True when any watched box overlaps the region."""
+    """The braking decision (``rule: region``) for one frame's boxes on an image of ``image_size``."""
     arr = np.array([b.as_tuple() for b in boxes], dtype=np.float64).reshape(-1, 4)
-    return overlapping(arr, classes, scores, config).size > 0
+    rect = rect_pixels("stop_region.region", config.region, CameraInUse(image_size))
+    return overlapping(arr, classes, scores, config, rect).size > 0
 
 
 class StopRegionMonitor:
     """The braking rule as a stateless monitor; ``alarm`` is the stop request.
 
-    ``config.source`` chooses the frame's detections (the perception ``f``) or its ground truth (``f*``).
+    ``config.source`` chooses the frame's detections (the perception ``f``) or its ground truth (``f*``). The
+    region is resolved against each frame's camera (`camera_in_use`): a region that cannot be used raises
+    `RegionError` (the caller decides: a node fails safe, the offline command exits 2).
     """
 
-    def __init__(self, config: StopRegionConfig | None = None, name: str = "stop_region") -> None:
+    def __init__(self, config: StopRegionConfig | None = None, camera: CameraMount | None = None,
+                 name: str = "stop_region") -> None:
         self.config = config or StopRegionConfig()
+        self.camera = camera or CameraMount()
         self.name = name
+        self.geometry: PerCamera[Corridor | tuple[float, float, float, float]] = PerCamera(self._resolve)
+
+    def _resolve(self, camera: CameraInUse) -> Corridor | tuple[float, float, float, float]:
+        if self.config.rule == "corridor":
+            assert self.config.corridor is not None
+            return corridor_for("stop_region.corridor", self.config.corridor, camera, self.camera)
+        return rect_pixels("stop_region.region", self.config.region, camera)
 
     def update(self, frame: Frame) -> MonitorResult:
         """Stop request for one frame."""
+        geometry = self.geometry.get(camera_in_use(frame, self.camera))
         if self.config.source == "ground_truth":
-            boxes, classes, scores = frame.ground_truth_boxes(), [g.class_id for g in frame.ground_truth], None
+            boxes, classes = frame.ground_truth_boxes(), [g.class_id for g in frame.ground_truth]
             scores = np.ones(len(classes))
         else:
             boxes = frame.detection_boxes()
             classes = [d.class_id for d in frame.detections]
             scores = np.array([d.score for d in frame.detections], dtype=np.float64)
-        hits = overlapping(boxes, classes, scores, self.config)
-        values = {"boxes_in_region": float(hits.size)}
+        if isinstance(geometry, Corridor):
+            speed = frame.ego.speed if frame.ego is not None else None
+            hits = np.flatnonzero(_watched(classes, scores, self.config) & geometry.inside(boxes, speed))
+            values = {"boxes_in_region": float(hits.size), "corridor_far_m": geometry.spec.far_at(speed)}
+            where = "stands in the ground corridor"
+        else:
+            hits = overlapping(boxes, classes, scores, self.config, geometry)
+            values = {"boxes_in_region": float(hits.size)}
+            where = "overlaps the stop region"
         if hits.size == 0:
             return MonitorResult(self.name, False, Level.OK, (), values)
-        reasons = tuple(f"{classes[i]} box overlaps the stop region" for i in hits)
+        reasons = tuple(f"{classes[i]} box {where}" for i in hits)
         return MonitorResult(self.name, True, Level.WARN, reasons, values)
 
     def reset(self) -> None:

@@ -60,7 +60,7 @@ class NothingUsableError(PerceptionSafetyError):
 def load_evaluate_spec(name: str, cfg: EvaluateConfig) -> Spec:
     """A BBSL spec of ``evaluate.bbsl_specs``: ``stop_region`` or a file (relative to ``cfg.base_dir``)."""
     if name == STOP_REGION_SPEC:
-        bindings = {**cfg.bbsl.bindings, **bbsl_bindings(cfg.monitors.stop_region)}
+        bindings = {**cfg.bbsl.bindings, **bbsl_bindings(cfg.monitors.stop_region, cfg.bbsl.image_size)}
         return load_spec(STOP_REGION_BBSL, bindings, cfg.bbsl.image_size)
     path = Path(name) if Path(name).is_absolute() else Path(cfg.base_dir) / name
     return load_spec(path, cfg.bbsl.bindings, cfg.bbsl.image_size)

@@ -71,6 +71,17 @@ def _box(img: np.ndarray, b: Sequence[float], colour: tuple[int, int, int], thic
     cv2.rectangle(img, _pt(b[0], b[1]), _pt(b[2], b[3]), colour, thick, cv2.LINE_8)
 
 
+def _outlines(frame: Frame, config: MonitorsConfig, img: np.ndarray) -> dict[str, np.ndarray]:
+    """The regions' polygons on this image (a region that does not fit the camera is not drawn: the monitors
+    report it as a configuration error)."""
+    from perception_safety.monitors.regions.outline import region_outlines
+    from perception_safety.monitors.regions.resolve import CameraInUse
+
+    size = (int(img.shape[1]), int(img.shape[0]))
+    camera = CameraInUse(size, frame.camera if frame.camera is not None and frame.camera.size == size else None)
+    return region_outlines(config, camera, frame.ego.speed if frame.ego is not None else None)[0]
+
+
 def draw_overlay(
     frame: Frame,
     results: Sequence[MonitorResult],
@@ -88,23 +99,26 @@ def draw_overlay(
         img = np.full((size[1], size[0], 3), 64, np.uint8)
     h = img.shape[0]
     scale, thick = _scale(h)
-    # regions: warning translucent, danger and stop region outlined
-    if config.plausibility.enabled:
-        x0, y0, x1, y1 = config.plausibility.warning_region.as_array()
+    # regions (resolved for this image and camera): warning translucent, danger and stop region outlined
+    outlines = _outlines(frame, config, img)
+    if "warning" in outlines:
+        poly = np.round(outlines["warning"]).astype(np.int32)
         tint = img.copy()
-        cv2.rectangle(tint, _pt(x0, y0), _pt(x1, y1), WARNING_FILL, -1)
+        cv2.fillPoly(tint, [poly], WARNING_FILL)
         cv2.addWeighted(tint, 0.18, img, 0.82, 0.0, dst=img)
-        _box(img, (x0, y0, x1, y1), WARNING_FILL, thick)
-        _box(img, config.plausibility.danger_region.as_array(), DANGER, thick)
-    if config.stop_region.enabled:
-        r = config.stop_region.region.as_array()
-        _box(img, (r[0] + thick, r[1] + thick, r[2] - thick, r[3] - thick), STOP, thick)
-    watched = set(config.plausibility.watched_classes) | set(config.stop_region.watched_classes)
+        cv2.polylines(img, [poly], True, WARNING_FILL, thick, cv2.LINE_8)
+    if "danger" in outlines:
+        cv2.polylines(img, [np.round(outlines["danger"]).astype(np.int32)], True, DANGER, thick, cv2.LINE_8)
+    if "stop" in outlines:
+        cv2.polylines(img, [np.round(outlines["stop"]).astype(np.int32)], True, STOP, thick, cv2.LINE_8)
+    from perception_safety.core.labels import LabelMatcher
+
+    watched = LabelMatcher(config.plausibility.watched_classes + config.stop_region.watched_classes)
     for tb, tid, ok in zip(state.tracks, state.track_ids, state.track_explained, strict=True):
         _box(img, tb, TRACK, 1)
         _label(img, f"#{int(tid)}{'' if ok else ' ?'}", tb[0], tb[3] + 14 * scale, TRACK, scale * 0.8, 1)
     for d in frame.detections:
-        colour = WATCHED if d.class_id in watched else OTHER
+        colour = WATCHED if watched(d.class_id) else OTHER
         b = d.box.as_tuple()
         _box(img, b, colour, thick)
         _label(img, f"{d.class_id} {d.score:.2f}", b[0], b[1] - 2, colour, scale * 0.8, 1)

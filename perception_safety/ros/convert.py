@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from perception_safety.core.camera import Intrinsics
 from perception_safety.core.types import Box, Detection, EgoState, GroundTruthObject, InvalidValueError
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.io import bag_messages as bm
@@ -81,6 +82,11 @@ def any_image_from_msg(msg: Any, msgtype: str, topic: str = "image",
 def camera_info_size(msg: Any, topic: str = "camera_info") -> tuple[int, int]:
     """``sensor_msgs/CameraInfo`` -> ``(width, height)``."""
     return _convert(bm.camera_info_size, msg, topic)
+
+
+def camera_info_intrinsics(msg: Any, topic: str = "camera_info") -> Intrinsics | None:
+    """``sensor_msgs/CameraInfo`` -> pinhole intrinsics (``None`` for an all-zero K: size only)."""
+    return _convert(bm.camera_info_intrinsics, msg, topic)
 
 
 def detections_from_msg(msg: Any, topic: str = "detections") -> tuple[Detection, ...]:

@@ -13,15 +13,17 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from perception_safety.core.camera import Intrinsics
 from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level, MonitorResult
+from perception_safety.monitors.regions.resolve import CameraInUse, RegionError, camera_in_use
 from perception_safety.ros import convert, transport
 from perception_safety.ros.diagnostics import InputHealth
 from perception_safety.ros.judgement import Conflicts, DetectionReading, StopLog, UnjudgedGate
 from perception_safety.ros.limits import check_count
 from perception_safety.ros.liveness import EgoMotion, Liveness
 from perception_safety.ros.memory import keep_frame_buffers
-from perception_safety.ros.monitor_suite import Guarded, MonitorSuite, stop_requested
+from perception_safety.ros.monitor_suite import Guarded, MonitorSuite, RegionCheck, stop_requested
 from perception_safety.ros.overlay import OverlayPublisher
 from perception_safety.ros.runner import publish_period_diagnostics, run_node
 from perception_safety.ros.safety_monitor_params import READ_ONLY, SafetyMonitorParams, disabled_safety_functions
@@ -106,6 +108,8 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self.image_type, image_cls = "sensor_msgs/msg/CompressedImage", CompressedImage
                 image_name = self.image_topic.rstrip("/") + "/compressed"
             self.info_size: tuple[int, int] | None = None
+            self.camera: Intrinsics | None = None
+            self.regions = RegionCheck(self.suite)
             if p.use_image:
                 sub = self.create_subscription(image_cls, image_name, self._on_image, qin, raw=True)
                 self.image_topic = sub.topic_name  # after remapping: errors name the real topic
@@ -126,6 +130,9 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.pub_diag = self.create_publisher(DiagnosticArray, p.topics.diagnostics, qout)
             self.timer = self.create_timer(p.diagnostics_period_s, self._on_timer)
             self.watchdog = self.create_timer(WATCHDOG_PERIOD_S, self._on_watchdog)
+            static = p.monitors.camera
+            if static.image_size is not None:  # a configured camera is checked at once, before any message
+                self._check_regions(camera_in_use(Frame(0), static))
             names = ", ".join(self.suite.names)
             self.get_logger().info(
                 f"monitoring {self.image_topic if p.use_image else '(no image)'} + {self.det_topic} with [{names}]; "
@@ -147,6 +154,9 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.timer.timer_period_ns = int(p.diagnostics_period_s * 1e9)
             self.last.clear()
             self.failed.clear()
+            self.regions = RegionCheck(self.suite)
+            if self.info_size is not None:
+                self._check_regions(CameraInUse(self.info_size, self.camera))
             self.get_logger().info("parameters changed: monitors rebuilt (track state reset)")
 
         # ------------------------------------------------------------ inputs
@@ -172,6 +182,8 @@ def make_node(name: str = NODE_NAME) -> Any:
             try:
                 msg = convert.decode_cdr(raw, "sensor_msgs/msg/CameraInfo", self.info_topic)
                 self.info_size = convert.camera_info_size(msg, self.info_topic)
+                self.camera = convert.camera_info_intrinsics(msg, self.info_topic)
+                self._check_regions(CameraInUse(self.info_size, self.camera))
             except convert.MessageError as exc:
                 self._reject(self.info_topic, str(exc))
 
@@ -255,7 +267,12 @@ def make_node(name: str = NODE_NAME) -> Any:
                      cautious: bool = False, count: bool = True) -> None:
             """Judge one frame; ``cautious``: a verdict for this stamp already requested a stop (conflict)."""
             image, frame_id = image_item
-            frame = Frame(stamp_ns=stamp, detections=reading.detections, image=image, frame_id=frame_id)
+            frame = Frame(stamp_ns=stamp, detections=reading.detections, image=image, frame_id=frame_id,
+                          camera=self.camera)
+            try:
+                self._check_regions(camera_in_use(frame, self.params.config.monitors.camera))
+            except RegionError as exc:  # not even the image size is known: the monitors fail safe below
+                self._check_regions(None, str(exc))
             results, failed = self.suite.evaluate(frame)
             results = self.suite.mark_unjudged(results, reading.problems)
             if failed:
@@ -266,9 +283,11 @@ def make_node(name: str = NODE_NAME) -> Any:
                                     self.suite.stop_name)
             now = self._now()
             gate_stop = self.gate.frame(reading.problems, now) if count else self.gate.tick(now)
-            stop = judged or gate_stop or cautious
+            regions_stop = bool(self.regions.problems)
+            stop = judged or gate_stop or cautious or regions_stop
             why = [w for w, on in (("judged boxes", judged), ("unjudged frames", gate_stop),
-                                   ("conflicting detections", cautious)) if on]
+                                   ("conflicting detections", cautious), ("regions do not fit the camera",
+                                                                          regions_stop)) if on]
             hw = self.params.config.hardware_id
             statuses = [convert.result_status(r, "", hw) for r in results]
             # the stop decision travels stamped with its frame too (std_msgs/Bool has no header)
@@ -289,6 +308,18 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.last = {r.name: r for r in results}
             if changed:
                 self._publish_diagnostics()
+
+        def _check_regions(self, camera: CameraInUse | None, unknown: str = "") -> None:
+            """Validate the regions when the camera changes: a configuration error is an ERROR status on
+            /diagnostics and a stop request at once (and with every frame while it lasts)."""
+            if not self.regions.update(camera, unknown):
+                return
+            if self.regions.problems:
+                self.get_logger().error("monitor regions do not fit the camera: " + "; ".join(self.regions.problems))
+                self._publish_stop(True)
+            elif camera is not None:
+                self.get_logger().info(f"monitor regions fit the {camera.describe()}")
+            self._publish_diagnostics()
 
         # ------------------------------------------------------------ liveness
         def _liveness_detail(self) -> str:
@@ -330,6 +361,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             out = [convert.status(f"{self.prefix}input", level, message, values, hw)]
             out.append(convert.status(f"{self.prefix}liveness", live.level, live.message,
                                       {**live.values, **self.transport}, hw))
+            out.append(convert.status(f"{self.prefix}regions", *self.regions.status(), hw))
             # a member's last result is shown only while frames are being processed: never an old OK
             last = self.liveness.last_frame_ns
             stale = self.health.is_stale(now) or (last is not None and now - last > self.liveness.warn_after_ns)

@@ -12,7 +12,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from perception_safety.core.camera import Intrinsics
 from perception_safety.core.types import Box
+
+__all__ = ["CameraPose", "Intrinsics", "cuboid_corners", "project_cuboid", "project_points", "world_to_ego"]
 
 # The 12 edges of a cuboid whose 8 corners are ordered by the sign bits (x, y, z) of the offsets.
 _CORNER_SIGNS = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
@@ -20,28 +23,6 @@ _EDGES = np.array(
     [(i, j) for i in range(8) for j in range(i + 1, 8) if bin(i ^ j).count("1") == 1],
     dtype=np.int64,
 )
-
-
-@dataclass(frozen=True)
-class Intrinsics:
-    """Pinhole intrinsics (pixels): focal lengths and principal point, plus the image size."""
-
-    fx: float
-    fy: float
-    cx: float
-    cy: float
-    width: int
-    height: int
-
-    @classmethod
-    def from_fov(cls, width: int, height: int, fov_deg: float) -> Intrinsics:
-        """Square pixels, principal point at the image centre, ``f = W / (2 tan(fov/2))``."""
-        f = width / (2.0 * math.tan(math.radians(fov_deg) / 2.0))
-        return cls(f, f, width / 2.0, height / 2.0, int(width), int(height))
-
-    def matrix(self) -> np.ndarray:
-        """The 3x3 K matrix (for the optical frame x right, y down, z forward)."""
-        return np.array([[self.fx, 0.0, self.cx], [0.0, self.fy, self.cy], [0.0, 0.0, 1.0]])
 
 
 @dataclass(frozen=True)

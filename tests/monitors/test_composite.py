@@ -7,11 +7,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perception_safety.core.camera import Intrinsics
 from perception_safety.core.types import Box, Detection, Frame
 from perception_safety.io.config import ConfigError, load_model
 from perception_safety.monitors.base import Level, Monitor, MonitorResult
 from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
 from perception_safety.monitors.config import DANGER_REGION, WARNING_REGION, MonitorsConfig
+from perception_safety.monitors.regions.resolve import CameraInUse, rect_pixels
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,8 +54,12 @@ def test_shipped_config_is_the_paper_defaults() -> None:
     assert cfg.plausibility == default.plausibility and cfg.stop_region == default.stop_region
     assert cfg.contrast.model_copy(update={"threshold": None}) == default.contrast
     assert cfg.contrast.effective_threshold == 1580.0
-    assert cfg.plausibility.danger_region.as_array() == (385, 470, 895, 720)
-    assert WARNING_REGION.as_array() == (274, 468, 1007, 720) and DANGER_REGION.width == 510
+    # the paper's pixel rectangles (DESIGN.md), shipped as fractions: exactly its pixels on its 1280x720 camera
+    paper = CameraInUse((1280, 720))
+    assert rect_pixels("d", cfg.plausibility.danger_region, paper) == (385, 470, 895, 720)
+    assert rect_pixels("w", WARNING_REGION, paper) == (274, 468, 1007, 720)
+    assert rect_pixels("d", DANGER_REGION, paper) == (385, 470, 895, 720)
+    assert cfg.stop_region.region == WARNING_REGION and cfg.stop_region.region.units == "fraction"
 
 
 def test_bad_config_names_file_and_key(tmp_path: Path) -> None:
@@ -61,7 +67,7 @@ def test_bad_config_names_file_and_key(tmp_path: Path) -> None:
     p.write_text("monitors:\n  contrast:\n    statistic: entropy\n")
     with pytest.raises(ConfigError, match=r"m\.yaml: monitors\.contrast\.statistic"):
         load_model(p, MonitorsConfig, "monitors")
-    p.write_text("monitors:\n  plausibility:\n    danger_region: {left: 0, top: 0, width: -5, height: 3}\n")
+    p.write_text("monitors:\n  plausibility:\n    danger_region: {units: px, left: 0, top: 0, width: -5, height: 3}\n")
     with pytest.raises(ConfigError, match=r"monitors\.plausibility\.danger_region\.width"):
         load_model(p, MonitorsConfig, "monitors")
 
@@ -75,4 +81,5 @@ def test_runtime_monitor_combines_contrast_and_plausibility() -> None:
     off = build_runtime_monitor(MonitorsConfig.model_validate({"contrast": {"enabled": False}}))
     assert [m.name for m in off.monitors] == ["plausibility"]
     stop = build_stop_rule()
-    assert stop.update(Frame(0, detections=(Detection(Box(600, 500, 650, 600), "person"),))).alarm
+    camera = Intrinsics.from_fov(1280, 720, 90.0)
+    assert stop.update(Frame(0, detections=(Detection(Box(600, 500, 650, 600), "person"),), camera=camera)).alarm

@@ -18,6 +18,7 @@ from perception_safety.monitors.contrast import (
     rms_contrast,
     row_variance_statistic,
 )
+from perception_safety.monitors.regions.resolve import RegionError
 
 
 def _textured(h: int = 72, w: int = 128, seed: int = 0) -> np.ndarray:
@@ -81,11 +82,11 @@ def test_fog_and_flat_images_alarm() -> None:
 def test_roi_restricts_the_statistic() -> None:
     img = np.full((60, 100, 3), 90, dtype=np.uint8)
     img[30:60, 0:50] = _textured(30, 50)
-    cfg = ContrastConfig(roi=Region(left=0, top=30, width=50, height=30))
+    cfg = ContrastConfig(roi=Region.px(0, 30, 50, 30, image_size=(100, 60)))
     got = ContrastMonitor(cfg).update(Frame(0, image=img)).values["statistic"]
     gray = luma8(img[30:60, 0:50]).astype(np.float64)
     assert got == pytest.approx(np.var(gray, axis=1).mean(), rel=1e-12)
-    outside = ContrastConfig(roi=Region(left=50, top=0, width=50, height=30))
+    outside = ContrastConfig(roi=Region.fraction(0.5, 0.0, 0.5, 0.5))
     assert ContrastMonitor(outside).update(Frame(0, image=img)).alarm
 
 
@@ -106,8 +107,13 @@ def test_missing_image_is_stale_and_bad_images_are_errors() -> None:
     assert ContrastMonitor(ContrastConfig(alarm_on_missing_image=True)).update(Frame(0)).alarm
     with pytest.raises(MonitorInputError, match="uint8"):
         ContrastMonitor().update(Frame(0, image=np.zeros((4, 4, 3), dtype=np.float32)))
-    with pytest.raises(MonitorInputError, match="roi"):
-        ContrastMonitor(ContrastConfig(roi=Region(left=500, top=0, width=5, height=5))).update(
+    h, w = _textured().shape[:2]
+    with pytest.raises(RegionError, match=rf"contrast\.roi: px \(500, 0, 5, 5\) drawn for {w}x{h} does not intersect"):
+        ContrastMonitor(ContrastConfig(roi=Region.px(500, 0, 5, 5, image_size=(w, h)))).update(
+            Frame(0, image=_textured())
+        )
+    with pytest.raises(RegionError, match=r"drawn for 1280x720, but the camera in use gives a"):
+        ContrastMonitor(ContrastConfig(roi=Region.px(0, 0, 5, 5, image_size=(1280, 720)))).update(
             Frame(0, image=_textured())
         )
 

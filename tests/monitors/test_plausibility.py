@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from perception_safety.core.camera import Intrinsics
 from perception_safety.core.types import Box, Detection, Frame
 from perception_safety.monitors.config import PlausibilityConfig
 from perception_safety.monitors.plausibility import PlausibilityMonitor
 
-# paper regions: warning x 274..1007, y 468..720; danger x 385..895, y 470..720
+# paper regions on its 1280x720 camera: warning x 274..1007, y 468..720; danger x 385..895, y 470..720
+CAMERA = Intrinsics.from_fov(1280, 720, 90.0)
 
 
 def _frame(k: int, *boxes: tuple[float, float, float, float], cls: str = "person") -> Frame:
-    return Frame(k, detections=tuple(Detection(Box(*b), cls, 0.9) for b in boxes))
+    return Frame(k, detections=tuple(Detection(Box(*b), cls, 0.9) for b in boxes), camera=CAMERA)
 
 
 def _ped(cx: float, cy: float = 600.0) -> tuple[float, float, float, float]:

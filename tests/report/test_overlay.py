@@ -11,10 +11,11 @@ from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.report.overlay import DANGER, GHOST, WATCHED, OverlayState, draw_overlay
 
 W, H = 320, 180
+PX = {"units": "px", "image_size": [W, H]}
 CFG = MonitorsConfig.model_validate({
-    "plausibility": {"danger_region": {"left": 100, "top": 120, "width": 120, "height": 60},
-                     "warning_region": {"left": 70, "top": 110, "width": 180, "height": 70}},
-    "stop_region": {"region": {"left": 70, "top": 110, "width": 180, "height": 70}},
+    "plausibility": {"danger_region": {"left": 100, "top": 120, "width": 120, "height": 60, **PX},
+                     "warning_region": {"left": 70, "top": 110, "width": 180, "height": 70, **PX}},
+    "stop_region": {"region": {"left": 70, "top": 110, "width": 180, "height": 70, **PX}},
 })
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 
@@ -14,8 +15,8 @@ from .conftest import BIN
 pytestmark = pytest.mark.ros
 
 W, H = 128, 72
-WARNING = {"left": 27.0, "top": 47.0, "width": 73.0, "height": 25.0}
-DANGER = {"left": 38.0, "top": 47.0, "width": 51.0, "height": 25.0}
+WARNING = {"units": "px", "left": 27.0, "top": 47.0, "width": 73.0, "height": 25.0, "image_size": [128, 72]}
+DANGER = {"units": "px", "left": 38.0, "top": 47.0, "width": 51.0, "height": 25.0, "image_size": [128, 72]}
 
 
 def _frames(n: int = 36):
@@ -41,8 +42,9 @@ def _frames(n: int = 36):
 
 def _params_doc():
     monitors = {
-        "plausibility": {"danger_region": dict(DANGER), "warning_region": dict(WARNING), "max_jump_px_per_frame": 5.0},
-        "stop_region": {"region": dict(WARNING)},
+        "plausibility": {"danger_region": {**DANGER, "image_size": [W, H]},
+                         "warning_region": {**WARNING, "image_size": [W, H]}, "max_jump_px_per_frame": 5.0},
+        "stop_region": {"region": {**WARNING, "image_size": [W, H]}},
         "contrast": {"threshold": 1580.0},
     }
     return {"safety_monitor": {"ros__parameters": {
@@ -101,11 +103,26 @@ def test_replayed_bag_gives_the_offline_results_frame_by_frame(ros_client, ros_t
     assert proc.stop() == 0
 
     online = {}
+    stops = {}
     for arr in results:
         *monitors, stop = arr.status
         assert stop.name == "stop_request"
         online[stamp_to_ns(arr.header.stamp)] = [result_from_status(s) for s in monitors]
+        stops[stamp_to_ns(arr.header.stamp)] = {kv.key: kv.value for kv in stop.values}["alarm"] == "true"
     assert sorted(online) == sorted(offline)
+
+    # `perception-safety monitor` with the node's own params file: the same verdict on every frame (issue 23 item 3)
+    cmd = [str(BIN / "perception-safety"), "monitor", str(bag), "--config", str(params), "--out", str(tmp_path / "m")]
+    run = subprocess.run(cmd, env=dict(os.environ), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    lines = [json.loads(x) for x in (tmp_path / "m" / "verdicts.jsonl").read_text().splitlines()]
+    assert [x["stamp_ns"] for x in lines] == sorted(online)
+    from perception_safety.monitors.verdicts import verdict_of
+
+    for x in lines:
+        want = verdict_of(x["stamp_ns"], online[x["stamp_ns"]], stops[x["stamp_ns"]]).record()
+        assert {k: x[k] for k in want} == want, x["stamp_ns"]
+    assert sum(x["stop"] for x in lines) > 0 and any(x["level"] == "ERROR" for x in lines)  # not all quiet
     for stamp, expected in offline.items():
         got = online[stamp]
         assert [r.name for r in got] == [r.name for r in expected], stamp

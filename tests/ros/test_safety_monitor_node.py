@@ -13,8 +13,8 @@ pytestmark = pytest.mark.ros
 
 W, H = 128, 72
 # regions scaled to the 128x72 test images (the shipped config is for 1280x720)
-WARNING = {"left": 27.0, "top": 47.0, "width": 73.0, "height": 25.0}
-DANGER = {"left": 38.0, "top": 47.0, "width": 51.0, "height": 25.0}
+WARNING = {"units": "px", "left": 27.0, "top": 47.0, "width": 73.0, "height": 25.0, "image_size": [128, 72]}
+DANGER = {"units": "px", "left": 38.0, "top": 47.0, "width": 51.0, "height": 25.0, "image_size": [128, 72]}
 CAM, DETS = "/test/cam", "/test/dets"
 
 
@@ -23,9 +23,9 @@ def _params(tmp_path, ros_tools, node_name="safety_monitor", **overrides):
     doc = yaml.safe_load((ros_tools.root / "config" / "safety_monitor.yaml").read_text())
     doc = {node_name: doc["safety_monitor"]}
     p = doc[node_name]["ros__parameters"]
-    p["monitors"]["plausibility"]["danger_region"] = dict(DANGER)
-    p["monitors"]["plausibility"]["warning_region"] = dict(WARNING)
-    p["monitors"]["stop_region"]["region"] = dict(WARNING)
+    p["monitors"]["plausibility"]["danger_region"] = {**DANGER, "image_size": [W, H]}
+    p["monitors"]["plausibility"]["warning_region"] = {**WARNING, "image_size": [W, H]}
+    p["monitors"]["stop_region"]["region"] = {**WARNING, "image_size": [W, H]}
     p.update(stale_timeout_s=0.8, diagnostics_period_s=0.2)
     # these tests count the stops of frames; silence between them is not what they test (the default, a stop on
     # silence while the vehicle may be moving, is tested in test_safety_monitor_silence.py)
@@ -236,7 +236,11 @@ def test_detections_only_mode_and_sigterm_exit_code(ros_client, ros_tools, tmp_p
     from perception_safety.core.types import Box, Detection
     from perception_safety.ros import convert
 
+    # no image and no CameraInfo: the image size the regions are placed on comes from monitors.camera
     params = _params(tmp_path, ros_tools, "det_only_monitor", use_image=False)
+    doc = yaml.safe_load(params.read_text())
+    doc["det_only_monitor"]["ros__parameters"]["monitors"]["camera"] = {"image_size": [W, H]}
+    params.write_text(yaml.safe_dump(doc))
     proc = ros_tools.NodeProcess("safety_monitor", "det_only_monitor", params, {"/detections": "/test/dets_only"},
                                  tmp_path)
     pub = ros_client.publisher(Detection2DArray, "/test/dets_only")

@@ -22,8 +22,9 @@ TINY_EPISODES = {
 }
 
 
-def _region(left: float, top: float, width: float, height: float) -> dict[str, float]:
-    return {"left": left * SCALE, "top": top * SCALE, "width": width * SCALE, "height": height * SCALE}
+def _region(left: float, top: float, width: float, height: float) -> dict[str, object]:
+    return {"units": "px", "left": left * SCALE, "top": top * SCALE, "width": width * SCALE,
+            "height": height * SCALE, "image_size": [320, 180]}
 
 
 TINY_MONITORS = {

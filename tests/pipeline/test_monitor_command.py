@@ -1,0 +1,120 @@
+"""`perception-safety monitor` (issue 23 item 3) on recorded frames of the KITTI-like camera fixture: the stop
+decision where the geometry says so, configuration errors named (exit 2), warnings for labels nothing watches."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perception_safety.cli import main
+
+#: (forward, left) of the pedestrian in each frame; None: no pedestrian
+POSITIONS = [None, (40.0, 0.0), (8.4, -1.8), (8.4, -1.0), (25.0, 1.2), (35.0, 0.0), (8.0, 6.0)]
+CALIB = """image_width: 1242
+image_height: 375
+camera_name: kitti_like
+camera_matrix: {rows: 3, cols: 3, data: [721.5377, 0, 609.5593, 0, 721.5377, 172.854, 0, 0, 1]}
+"""
+
+
+@pytest.fixture(scope="module")
+def kitti_bag(tmp_path_factory, kitti_scene):
+    from perception_safety.io.bag import CameraInfoSpec, write_frames
+
+    frames = [kitti_scene.frame(1_000_000_000 + 50_000_000 * i, [] if p is None else [p], label="Pedestrian")
+              for i, p in enumerate(POSITIONS)]
+    path = tmp_path_factory.mktemp("kitti") / "bag"
+    k = kitti_scene.intrinsics()
+    write_frames(path, frames, camera_info=CameraInfoSpec((k.width, k.height), (k.fx, k.fy, k.cx, k.cy)))
+    return path
+
+
+def _write(tmp_path, name: str, text: str):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def _run(args, capsys):
+    code = main(["monitor", *map(str, args)])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_shipped_config_stops_where_the_fraction_region_says(kitti_bag, tmp_path, capsys):
+    code, out, err = _run([kitti_bag, "--config", "config/monitors.yaml", "--out", tmp_path / "o"], capsys)
+    assert code == 0, err
+    lines = [json.loads(x) for x in (tmp_path / "o" / "verdicts.jsonl").read_text().splitlines()]
+    # by hand (tests/monitors/test_real_camera.py): only 8.4 m ahead stops (both lateral positions), 25 m does not
+    # reach the rectangle's top row 243.75 (foot row 220.5), nor 35 or 40 m; 6 m left is outside its columns
+    assert [x["stop"] for x in lines] == [False, False, True, True, False, False, False]
+    assert set(lines[0]) >= {"stamp_ns", "level", "stop", "alarms", "reasons"}
+    # each frame's pedestrian stands somewhere else: the plausibility monitor sees it pop up in the danger region
+    assert lines[2]["alarms"] == ["plausibility", "stop_region"] and lines[2]["level"] == "ERROR"
+    assert "stop_region: Pedestrian box overlaps the stop region" in lines[2]["reasons"]
+    assert lines[1] == {**lines[1], "alarms": [], "level": "OK", "stop": False}
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["total"]["frames"] == 7 and summary["total"]["stops"] == 2 and summary["complete"] is True
+    assert summary["total"]["per_monitor"]["stop_region"]["alarms"] == 2
+    assert "7 frames judged: alarm on 2, stop on 2" in out
+    assert "warning: detections" not in out  # every label (Pedestrian) is watched by the @pedestrians preset
+
+
+def test_metric_corridor_with_a_calibration_file(kitti_bag, tmp_path, capsys):
+    cfg = _write(tmp_path, "m.yaml", """monitors:
+  camera: {height_m: 1.65}
+  stop_region:
+    rule: corridor
+    corridor: {half_width_m: 1.5, near_m: 2.0, far_m: 30.0}
+""")
+    calib = _write(tmp_path, "calib.yaml", CALIB)
+    code, _, err = _run([kitti_bag, "--config", cfg, "--camera", calib, "--out", tmp_path / "o"], capsys)
+    assert code == 0, err
+    lines = [json.loads(x) for x in (tmp_path / "o" / "verdicts.jsonl").read_text().splitlines()]
+    # in the corridor: (8.4, -1.0) and (25, 1.2); 1.8 m right, 6 m left, 35 and 40 m ahead are not (frame 2 still
+    # stops: its pedestrian pops up in the plausibility monitor's danger region, a ghost)
+    assert ["stop_region" in x["alarms"] for x in lines] == [False, False, False, True, True, False, False]
+    assert [x["stop"] for x in lines] == [False, False, True, True, True, False, False]
+
+
+@pytest.mark.parametrize(("config", "camera", "message"), [
+    ("""monitors:
+  stop_region: {region: {units: px, left: 274, top: 468, width: 733, height: 252, image_size: [1280, 720]}}
+""", None, r"stop_region\.region: px \(274, 468, 733, 252\) drawn for 1280x720, but the camera in use gives a "
+           r"1242x375 image"),
+    ("""monitors:
+  camera: {height_m: 1.65}
+  stop_region: {rule: corridor, corridor: {half_width_m: 1.5, far_m: 30.0}}
+""", "1242x375", r"stop_region\.corridor: a metric ground corridor .* needs the camera model, but the 1242x375 "
+                 r"image has no CameraInfo"),
+    ("""monitors:
+  plausibility: {warning_region: {units: fraction, left: 0.1, top: 0.2, width: 0.3, height: 0.3}}
+  contrast: {roi: {units: px, left: 1300, top: 0, width: 10, height: 10, image_size: [1242, 375]}}
+""", None, r"contrast\.roi: px \(1300, 0, 10, 10\) drawn for 1242x375 does not intersect the 1242x375 image"),
+])
+def test_regions_that_do_not_fit_the_camera_exit_2_naming_region_and_size(kitti_bag, tmp_path, capsys, config,
+                                                                          camera, message):
+    import re
+
+    cfg = _write(tmp_path, "m.yaml", config)
+    extra = ["--camera", camera] if camera else []
+    code, _, err = _run([kitti_bag, "--config", cfg, *extra, "--out", tmp_path / "o"], capsys)
+    assert code == 2
+    assert re.search(message, err), err
+    assert str(kitti_bag) in err
+    assert not (tmp_path / "o" / "verdicts.jsonl").exists()  # nothing half-written
+
+
+def test_labels_nothing_watches_are_warned_with_counts(kitti_bag, tmp_path, capsys):
+    cfg = _write(tmp_path, "m.yaml", "monitors:\n  stop_region: {watched_classes: [person]}\n"
+                 "  plausibility: {watched_classes: [person]}\n")
+    code, _, err = _run([kitti_bag, "--config", cfg, "--out", tmp_path / "o"], capsys)
+    assert code == 0, err
+    assert ("warning: detections: 6 of 6 label(s) match no watched class and are ignored: Pedestrian (6); "
+            "Pedestrian look(s) like watched classes in another dataset's spelling: use a preset such as "
+            "@pedestrians") in err
+    lines = [json.loads(x) for x in (tmp_path / "o" / "verdicts.jsonl").read_text().splitlines()]
+    assert not any(x["stop"] for x in lines)
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert any("Pedestrian (6)" in w for w in summary["warnings"])
