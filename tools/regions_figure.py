@@ -5,8 +5,8 @@ Run: ``.venv/bin/python tools/regions_figure.py [--out docs/img/monitor_regions.
 warning rectangle as fractions of the image (orange), the metric ground corridor (|y| <= 1.5 m, 2..30 m; blue)
 projected with the camera's intrinsics and mounting, ground lines every 5 m, and pedestrians at known positions
 (numbered as in the
-bottom panel; filled: the corridor rule stops, at far_m). Bottom: the corridor seen from above, its far edge from the braking distance at
-several ego speeds (a = 6 m/s^2, reaction 0.5 s, margin 2 m).
+bottom panel; filled: the corridor rule stops, at far_m). Bottom: the corridor seen from above, its far edge from
+the braking distance at several ego speeds (a = 6 m/s^2, reaction 0.5 s, margin 2 m).
 """
 
 from __future__ import annotations

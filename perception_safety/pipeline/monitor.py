@@ -27,7 +27,7 @@ OUTPUT_FORMAT = "perception_safety.monitor/1"
 class MonitorSettings:
     """What the node would run with: its monitors, stop policy, topics and pairing."""
 
-    monitors: MonitorsConfig = MonitorsConfig()
+    monitors: MonitorsConfig = field(default_factory=MonitorsConfig)
     fail_safe_stop: bool = True
     stop_on_monitor_alarm: bool = True
     use_image: bool = True
