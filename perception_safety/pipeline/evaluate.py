@@ -138,6 +138,8 @@ class Reduced:
     pcd_groups: dict[str, np.ndarray | None] = field(default_factory=dict)  # bootstrap unit of each sample
     pcd_inputs: dict[str, str] = field(default_factory=dict)  # raw, thresholded or mixed (samples.INPUT_MEANING)
     bbsl: dict[str, OracleReport] = field(default_factory=dict)
+    bbsl_by_episode: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
+    """Per spec: (episode, passed, test cases) of every episode: the clusters of the pass rate's interval."""
     box_extent: BoxExtent = field(default_factory=BoxExtent)
     verdicts: Any = None
     """`VerdictSplit` of the bags that carry the monitor's per-frame verdict (None when none does)."""
@@ -198,6 +200,15 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
         red.pcd_inputs[name] = kinds.pop() if len(kinds) == 1 else ("mixed" if kinds else "")
     for name in dict.fromkeys(n for _, ep in episodes for n in ep.get("bbsl", {})):
         parts = [ep["bbsl"][name] for _, ep in episodes if name in ep.get("bbsl", {})]
+        red.bbsl_by_episode[name] = [
+            (
+                str(ep.get("episode", bag)),
+                sum(bool(tc["verdict"]) for tc in ep["bbsl"][name]["test_cases"]),
+                len(ep["bbsl"][name]["test_cases"]),
+            )
+            for bag, ep in episodes
+            if name in ep.get("bbsl", {})
+        ]
         bcfg = (cfg or EvaluateConfig()).bbsl
         red.bbsl[name] = OracleReport(
             spec=name,

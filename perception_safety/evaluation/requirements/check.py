@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from perception_safety.evaluation.clustered import MIN_CLUSTERS, ClusteredProportion, plain_proportion
+from perception_safety.evaluation.clustered import MIN_CLUSTERS, ClusteredProportion, plain_proportion, proportion
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.rates import precision_of, recall_of
 from perception_safety.evaluation.confusion.types import DistanceConfusion
@@ -235,6 +235,10 @@ def _bbsl(r: BBSLRequirement, results: Mapping[str, Any], alpha: float) -> Measu
     if not isinstance(row, Mapping):
         return Measured(missing=f"no BBSL result for spec '{r.spec}' (analysis not run)")
     t, f = int(row["T"]), int(row["F"])
+    per = _get(results, "bbsl", r.spec, "by_episode")
+    if r.name == "pass_rate" and isinstance(per, Mapping):  # test cases clustered by episode
+        what = f"test cases T of T+F, spec '{r.spec}', {100 * (1 - alpha):g} % cluster-aware (episodes)"
+        return _proportion(proportion(t, t + f, (per["T"], per["n"]), alpha), what)
     return _rate(t, t + f, alpha, f"test cases T of T+F, spec '{r.spec}', {100 * (1 - alpha):g} % Clopper-Pearson")
 
 

@@ -54,6 +54,8 @@ class E1Result:
     episodes: SafetyMetrics
     counts: BinaryCounts
     per_episode: Mapping[str, SafetyMetrics] = field(default_factory=dict)
+    per_episode_returns: Mapping[str, Returns] = field(default_factory=dict)
+    """Each episode's per-frame returns (the clusters of the frame-averaged intervals)."""
 
 
 def e1_episode(episode: Episode, rule: E1Config) -> tuple[np.ndarray, np.ndarray]:
@@ -72,17 +74,19 @@ def e1_episode(episode: Episode, rule: E1Config) -> tuple[np.ndarray, np.ndarray
 
 def e1_metrics(episodes: Sequence[Episode], rule: E1Config) -> E1Result:
     """E1 (eq. 14-15) over the given rollouts: frame-averaged, per-episode-averaged, and counts."""
-    parts, per, taus, alarms = [], {}, [], []
+    parts, per, taus, alarms, returns = [], {}, [], [], {}
     for ep in episodes:
         if not ep.steps:
             continue
         tau, alarm = e1_episode(ep, rule)
         r = classification_returns(tau, alarm)
         parts.append(r)
+        returns[ep.episode] = r
         per[ep.episode] = safety_metrics(r)
         taus.append(tau)
         alarms.append(alarm)
     if not parts:
         raise ReturnsError("returns: E1 found no frames in the selected rollouts")
     counts = binary_counts(np.concatenate(taus), np.concatenate(alarms))
-    return E1Result(safety_metrics(Returns.concatenate(parts)), mean_metrics(list(per.values())), counts, per)
+    frames = safety_metrics(Returns.concatenate(parts))
+    return E1Result(frames, mean_metrics(list(per.values())), counts, per, returns)

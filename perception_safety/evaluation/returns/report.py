@@ -11,15 +11,19 @@ from perception_safety.evaluation.returns.config import ReturnsConfig, ReturnsEr
 from perception_safety.evaluation.returns.e1 import e1_metrics
 from perception_safety.evaluation.returns.e2 import e2_metrics
 from perception_safety.evaluation.returns.estimates import safety_metrics
+from perception_safety.evaluation.returns.intervals import returns_intervals
 
 # ---------------------------------------------------------------- report
 
 
-def returns_report(episodes: Sequence[Episode], config: ReturnsConfig | None = None) -> dict[str, object]:
+def returns_report(
+    episodes: Sequence[Episode], config: ReturnsConfig | None = None, alpha: float = 0.05
+) -> dict[str, object]:
     """E1 and E2 results of a set of logged rollouts as a JSON-ready mapping (what ``returns --out`` writes).
 
     E1 is computed on the ``config.e1.rollout`` rollouts (skipped with a note when there are none);
-    E2 on every scenario that has all three rollouts (skipped with a note when there is none).
+    E2 on every scenario that has all three rollouts (skipped with a note when there is none). Every metric
+    carries ``<key>_lower`` / ``<key>_upper`` at level ``1 - alpha`` with the episode as the unit (`intervals`).
     """
     config = config or ReturnsConfig()
     aligned = align(episodes)
@@ -31,6 +35,7 @@ def returns_report(episodes: Sequence[Episode], config: ReturnsConfig | None = N
             "hazard_f": "SG + RH = mean(S_f* - S_f) (eq. 6)",
             "frames": "averaged over all frames of all episodes",
             "episodes": "E1: mean of per-episode frame averages; E2: returns from each episode's first frame",
+            "intervals": "<key>_lower/<key>_upper: episodes as the independent unit (frames clustered by episode)",
         },
         "config": config.model_dump(mode="json"),
         "notes": list(aligned.incomplete),
@@ -43,9 +48,10 @@ def returns_report(episodes: Sequence[Episode], config: ReturnsConfig | None = N
         )
     if e1_eps:
         e1 = e1_metrics(e1_eps, config.e1)
+        e1_parts = list(e1.per_episode_returns.values())
         out["E1"] = {
-            "frames": e1.frames.as_dict(),
-            "episodes": e1.episodes.as_dict(),
+            "frames": e1.frames.as_dict() | returns_intervals(e1_parts, "frames", alpha),
+            "episodes": e1.episodes.as_dict() | returns_intervals(e1_parts, "episodes", alpha),
             "counts": e1.counts.as_dict(),
             "per_episode": {k: v.as_dict() for k, v in e1.per_episode.items()},
         }
@@ -54,8 +60,9 @@ def returns_report(episodes: Sequence[Episode], config: ReturnsConfig | None = N
     if aligned.triples:
         e2 = e2_metrics(aligned.triples, config.e2)
         out["E2"] = {
-            "frames": e2.frames.as_dict(),
-            "episodes": e2.episodes.as_dict(),
+            "frames": e2.frames.as_dict() | returns_intervals([e.frames for e in e2.per_episode], "frames", alpha),
+            "episodes": e2.episodes.as_dict()
+            | returns_intervals([e.episode_returns for e in e2.per_episode], "episodes", alpha),
             "per_episode": {
                 e.episode: {
                     "horizon": e.horizon,

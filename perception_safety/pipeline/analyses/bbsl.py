@@ -27,6 +27,13 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     for name, rep in red.bbsl.items():
         write_report(rep, d / Path(name).stem)
         doc = rep.to_dict()
+        per = red.bbsl_by_episode.get(name, [])
+        if per and sum(n for _, _, n in per) == len(rep.test_cases):
+            doc["by_episode"] = {
+                "episodes": [e for e, _, _ in per],
+                "T": [t for _, t, _ in per],
+                "n": [n for *_, n in per],
+            }
         ev.results["bbsl"][name] = doc
         t3 = doc["table3"]
         if not rep.test_cases:
@@ -66,8 +73,6 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
                     f"n = {len(rep.test_cases)} test cases",
                 )
             )
-
-
 
 
 def warn_image_size(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:

@@ -29,28 +29,54 @@ def run(ev: Evaluation, episodes: list[Any], notes: list[str], cfg: EvaluateConf
     if "returns" not in cfg.model_fields_set and logged is not None:
         rcfg = logged
         sec.text("E1/E2 settings: the ones the episode runner recorded in the logs (the config has no `returns`).")
-    doc = returns_report(episodes, rcfg)
+    doc = returns_report(episodes, rcfg, cfg.confusion.alpha)
     for w in doc.get("warnings", []):
         ev.warn("returns", str(w), "returns_explained")
     ev.results["returns"] = doc
     write_text(out / "returns.json", json.dumps(doc, indent=1))
     rows = []
+    level = f"{100 * (1 - cfg.confusion.alpha):g} %"
     for scheme in ("E1", "E2"):
         block = doc.get(scheme)
         if not isinstance(block, dict):
             continue
         for avg in ("frames", "episodes"):
             m = block[avg]
-            rows.append([scheme, avg, m["SG"], m["RH"], m["AC"], m["hazard_f"], m["n"]])
+            cells = [_with_interval(m, key) for key in ("SG", "RH", "AC", "hazard_f")]
+            rows.append([scheme, avg, *cells, m["n"], m.get("episodes", "–")])
             if avg == "frames":
                 for key in ("SG", "RH", "AC"):
-                    ev.report.summary.append(Metric(f"{key} ({scheme}, per frame)", m[key], "", f"n = {m['n']} frames"))
-    sec.table(["scheme", "averaged over", "SG", "RH", "AC", "hazard of f", "n"], rows)
+                    band = f"{level} [{m[key + '_lower']:.3g}, {m[key + '_upper']:.3g}]" if key + "_lower" in m else ""
+                    note = f"n = {m['n']} frames in {m.get('episodes', '?')} episodes {band}".strip()
+                    ev.report.summary.append(Metric(f"{key} ({scheme}, per frame)", m[key], "", note))
+    sec.table(
+        ["scheme", "averaged over", "SG", "RH", "AC", "hazard of f", "n", "episodes"],
+        rows,
+        f"Estimate [{level} interval] with the episode as the independent unit: per-episode values with exact "
+        "Clopper-Pearson bounds (averaged over episodes), or frames clustered by episode with Korn-Graubard bounds "
+        "(averaged over frames); each metric's positive and negative parts at alpha/2 (Bonferroni). Requirements "
+        "on returns use these bounds (bound: upper for RH).",
+    )
+    if any(
+        isinstance(doc.get(s), dict) and doc[s]["episodes"].get("episodes", 99) < cfg.confusion.min_clusters
+        for s in ("E1", "E2")
+    ):
+        ev.warn(
+            "returns",
+            f"SG/RH/AC rest on fewer than {cfg.confusion.min_clusters} episodes: their intervals are wide and a "
+            "requirement on them is INCONCLUSIVE (never PASS) unless the estimate itself misses it",
+            "few_episodes",
+        )
     by_condition(ev, sec, episodes, rcfg, cfg.evaluate.breakdowns, out)
     for n in doc.get("notes", []):
         sec.text(str(n), "note")
 
 
+def _with_interval(m: dict[str, Any], key: str) -> str:
+    """``0.143 [-0.47, 0.64]`` (the estimate alone when no interval was computed)."""
+    if f"{key}_lower" not in m:
+        return f"{m[key]:.4g}"
+    return f"{m[key]:.3g} [{m[key + '_lower']:.3g}, {m[key + '_upper']:.3g}]"
 
 
 def read_episodes(paths: Sequence[str | Path]) -> tuple[list[Any], list[str]]:

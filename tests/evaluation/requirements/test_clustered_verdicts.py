@@ -67,3 +67,15 @@ def test_too_few_episodes_are_inconclusive_never_pass_and_fail_the_gate() -> Non
     # With the estimate itself below the threshold, the verdict is FAIL even on few episodes.
     bad = [frame(t, f"ep{e}", t % 2 == 0) for e in range(5) for t in range(100)]
     assert judge(bad, RECALL)[0].status == FAIL
+
+
+def test_bbsl_pass_rate_uses_the_episodes_when_the_results_carry_them() -> None:
+    req = TypeAdapter(list[Requirement]).validate_python(
+        [{"metric": "bbsl", "spec": "s", "name": "pass_rate", "bound": "lower", "at_least": 0.8}]
+    )
+    t3 = {"table3": {"bbsl": {"T": 110, "F": 10}}}
+    (plain,) = check(req, {"bbsl": {"s": t3}})
+    assert plain.status == PASS and plain.clusters is None  # 110 of 120 as if independent: lower 0.85
+    grouped = {"episodes": [f"e{i}" for i in range(12)], "T": [10] * 11 + [0], "n": [10] * 12}
+    (v,) = check(req, {"bbsl": {"s": {**t3, "by_episode": grouped}}})
+    assert v.clusters == 12 and v.design_effect > 5 and v.status == FAIL and v.lower < plain.lower
