@@ -15,7 +15,7 @@ With ``p`` at 0 or 1 there is no variation to estimate a correlation from: ``def
 convention) and the result says so (`ClusteredProportion.boundary`). With no cluster information at all
 (`plain_proportion`) the result is exactly `clopper_pearson`. The implied intra-cluster correlation
 ``icc = (deff - 1) / (m_w - 1)`` (``m_w = Σm² / Σm``, the size-weighted mean cluster size) is reported beside
-the design effect. Measured coverage: docs/confusion-matrices.md#sampling-unit (benchmarks/clustered_coverage.py).
+the design effect. Measured coverage: docs/confusion-matrices.md (benchmarks/bench_clustered_coverage.py).
 """
 
 from __future__ import annotations
