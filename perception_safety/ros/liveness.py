@@ -81,13 +81,16 @@ class Liveness:
         return out
 
     def state(self, now_ns: int, detail: str = "", stop_on_error: bool = True,
-              moving: str | None = None) -> LivenessState:
+              moving: str | None = None, with_rates: bool = True) -> LivenessState:
         """The status at ``now_ns``; ``detail`` (e.g. unpaired/skipped counts) is appended to a WARN/ERROR message.
 
         ``stop_on_error``: whether the node publishes the stop of an ERROR (the message says what is published);
-        ``moving``: why the vehicle may be moving (None: at standstill, or silence is not a stop).
+        ``moving``: why the vehicle may be moving (None: at standstill, or silence is not a stop);
+        ``with_rates=False`` skips the rate values (the node's 50 ms watchdog needs only level and stop).
         """
-        values: dict[str, float] = {"frames_processed": float(self.frames), **self.rates(now_ns)}
+        values: dict[str, float] = {"frames_processed": float(self.frames)}
+        if with_rates:
+            values.update(self.rates(now_ns))
         since_frame = None if self.last_frame_ns is None else (now_ns - self.last_frame_ns) / 1e9
         if since_frame is not None:
             values["seconds_since_last_frame"] = round(since_frame, 3)
@@ -113,7 +116,9 @@ class Liveness:
                 return LivenessState(self.stale_level, text, False, values, silent=True)
         if self.last_frame_ns is None:
             return LivenessState(Level.STALE, "no frame processed yet", False, values)
-        return LivenessState(Level.OK, f"processing {values['frame_rate_hz']:.1f} frames/s", False, values)
+        rate = values.get("frame_rate_hz")
+        return LivenessState(Level.OK, "processing frames" if rate is None else f"processing {rate:.1f} frames/s",
+                             False, values)
 
 
 class EgoMotion:

@@ -196,9 +196,10 @@ def make_node(name: str = NODE_NAME) -> Any:
             except ValueError as exc:
                 self._reject(self.odom_topic, f"{self.odom_topic}: {exc}")
 
-        def _live(self, now: int) -> Any:
+        def _live(self, now: int, with_rates: bool = True) -> Any:
             stop_on_error = self.params.config.liveness.stop_on_error
-            return self.liveness.state(now, self._liveness_detail(), stop_on_error, self.motion.moving(now))
+            return self.liveness.state(now, self._liveness_detail(), stop_on_error, self.motion.moving(now),
+                                       with_rates)
 
         def _on_detections(self, raw: bytes) -> None:
             frames = self.liveness.frames
@@ -335,7 +336,7 @@ def make_node(name: str = NODE_NAME) -> Any:
         def _check_liveness(self) -> None:
             """Stop requests while liveness is ERROR (rate-limited); /diagnostics at once when its level changes."""
             now = self._now()
-            state = self._live(now)
+            state = self._live(now, with_rates=False)
             if state.stop and now - self.liveness_stop_ns >= LIVENESS_STOP_PERIOD_NS:
                 self.liveness_stop_ns = now
                 self._publish_stop(True)

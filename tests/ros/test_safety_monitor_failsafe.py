@@ -38,20 +38,23 @@ def _dets(stamp_ns, *boxes):
     return msg
 
 
-def warm_up(pubs, out, ros_tools, proc) -> None:
+def warm_up(pubs, out, ros_tools, proc) -> float:
     """Judged frames (a far car, stamps 1, 2, ...) until one comes out: a reader may not know a writer yet when the
-    writer already knows the reader, and the first samples are then lost."""
+    writer already knows the reader, and the first samples are then lost. Returns ``time.monotonic()`` just before
+    the last one was sent."""
     from perception_safety.ros import convert
 
-    sent = [0]
+    sent = [0, 0.0]
 
     def judged() -> bool:
         sent[0] += 1
+        sent[1] = time.monotonic()  # before publishing: the node receives after this
         pubs["image"].publish(convert.image_msg(_image(0), sent[0]))
         pubs["dets"].publish(_dets(sent[0], ("car", FAR, "")))
         return ros_tools.wait_until(lambda: len(out["results"]) > 0, timeout=1.0)
 
     assert ros_tools.wait_until(judged, timeout=30, period=0.0), proc.output()
+    return sent[1]
 
 
 def start_monitor(ros_client, ros_tools, start_node, tmp_path, name, params):
@@ -71,7 +74,7 @@ def start_monitor(ros_client, ros_tools, start_node, tmp_path, name, params):
         all(p.get_subscription_count() > 0 for p in pubs.values())
         and all(ros_client.node.count_publishers(f"/{name}/{t}") > 0 for t in ("stop_request", "monitor_results"))),
         timeout=30), proc.output()
-    warm_up(pubs, out, ros_tools, proc)
+    proc.last_sent = warm_up(pubs, out, ros_tools, proc)
     return proc, pubs, out
 
 
