@@ -12,6 +12,7 @@ cells ``C_{k-1}..C_N`` are ``at_or_past_k`` and ``C_1..C_{k-2}`` (S3) are ``befo
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -53,15 +54,21 @@ def resolve_specs(names: Iterable[str], custom: Mapping[str, str] | None = None)
     return out
 
 
-def _environment(precision: float) -> Any:
-    """Storm solver settings: SCC-wise (topological) solving; iterative fallbacks stop at ``precision``."""
+def _environment(precision: float, acyclic: bool = False) -> Any:
+    """Storm solver settings: SCC-wise (topological) solving, iterative fallbacks stopping at ``precision``; or
+    Storm's acyclic solver (one backward pass, exact up to rounding), which refuses a model with a cycle."""
     import stormpy
 
     env = stormpy.Environment()
     solver = env.solver()
-    solver.set_linear_equation_solver_type(stormpy.environments.EquationSolverType.TOPOLOGICAL)
+    kind = stormpy.environments.EquationSolverType
+    solver.set_linear_equation_solver_type(kind.ACYCLIC if acyclic else kind.TOPOLOGICAL)
     solver.native().precision = stormpy.Rational(precision)
     return env
+
+
+_CYCLIC: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Chains (and their LTL products) Storm's acyclic solver refused: checked with the topological solver next time."""
 
 
 def check(chain: MarkovChain, formula: str, precision: float = 1e-12) -> np.ndarray:
@@ -82,12 +89,27 @@ def check(chain: MarkovChain, formula: str, precision: float = 1e-12) -> np.ndar
     model = chain.storm_model()
     with _storm_quiet():
         try:
-            result = stormpy.model_checking(model, props[0], environment=_environment(precision))
+            result = _model_check(chain, model, props[0], precision)
         except Exception as exc:
             raise VerificationError(f"Storm failed on {formula!r}: {exc}") from exc
     if not _flag(result, "is_quantitative") or not _flag(result, "is_result_for_all_states"):
         raise VerificationError(f"formula {formula!r} must be a quantitative query such as 'P=? [F \"label\"]'")
     return np.asarray(result.get_value_vector(), dtype=np.float64)
+
+
+def _model_check(chain: MarkovChain, model: Any, prop: Any, precision: float) -> Any:
+    """The acyclic solver first (the car-pedestrian chains are acyclic but for absorbing states: 2-3x faster than
+    topological, issue 27), the topological one when Storm finds a cycle (in the chain or an LTL product)."""
+    import stormpy
+
+    if chain not in _CYCLIC:
+        try:
+            return stormpy.model_checking(model, prop, environment=_environment(precision, acyclic=True))
+        except RuntimeError as exc:
+            if "not acyclic" not in str(exc):
+                raise
+            _CYCLIC.add(chain)
+    return stormpy.model_checking(model, prop, environment=_environment(precision))
 
 
 def _flag(result: Any, name: str) -> bool:

@@ -77,3 +77,27 @@ def test_resolve_specs():
         "phi1": BUILTIN_SPECS["phi1"], "mine": 'P=? [F "ped"]'}
     with pytest.raises(VerificationError, match="unknown spec 'phi9'"):
         resolve_specs(["phi9"])
+
+
+def test_acyclic_solver_first_and_topological_when_storm_finds_a_cycle():
+    """Issue 27: the acyclic solver is tried first; a chain with a cycle falls back to the topological solver and
+    gets the exact answer of the hand-solved system (x0 = 0.5 x1, x1 = 0.5 x0 + 0.5: x0 = 1/3, x1 = 2/3)."""
+    from perception_safety.verification import specs
+    from perception_safety.verification.builder import MarkovChain
+
+    cyclic = MarkovChain(
+        indptr=np.array([0, 2, 4, 5, 6]),
+        indices=np.array([1, 2, 0, 3, 2, 3]),
+        data=np.array([0.5, 0.5, 0.5, 0.5, 1.0, 1.0]),
+        labels={"goal": np.array([0, 0, 0, 1], dtype=bool)},
+        initial_states=np.array([0]),
+    )
+    assert cyclic not in specs._CYCLIC
+    np.testing.assert_allclose(check(cyclic, 'P=? [F "goal"]'), [1 / 3, 2 / 3, 0, 1], atol=1e-10)
+    assert cyclic in specs._CYCLIC
+    # the car-pedestrian chain is acyclic: the acyclic solver's answer equals the topological one
+    _, chain = chain_for("ped", 6)
+    fast = check(chain, BUILTIN_SPECS["stop_at_k"])
+    assert chain not in specs._CYCLIC
+    specs._CYCLIC.add(chain)
+    np.testing.assert_allclose(check(chain, BUILTIN_SPECS["stop_at_k"]), fast, rtol=0, atol=1e-12)
