@@ -55,7 +55,7 @@ setup(
         (f"share/{PACKAGE}/config/detectors", glob("config/detectors/*.yaml")),
         (f"share/{PACKAGE}/config/controllers", glob("config/controllers/*.csv")),
     ],
-    package_data={PACKAGE: ["io/msg/vision_msgs/*.msg", "bbsl/*.lark"]},
+    package_data={PACKAGE: ["io/msg/vision_msgs/*.msg", "io/msg/autoware_perception_msgs/*.msg", "bbsl/*.lark"]},
     python_requires=">=3.11",
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,

@@ -88,6 +88,59 @@ def match_boxes(
     return Matching(rows, cols, ious[rows, cols], n_det, n_gt)
 
 
+def box_centres(boxes: np.ndarray) -> np.ndarray:
+    """``(n, 2)`` centres of ``(n, 4)`` boxes (for 3D objects: the bird's-eye-view position)."""
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    return np.stack([(b[:, 0] + b[:, 2]) / 2.0, (b[:, 1] + b[:, 3]) / 2.0], axis=1)
+
+
+def centre_weights(distance: np.ndarray, max_distance: float) -> np.ndarray:
+    """Matching weight of a pair at centre distance ``d``: ``1 - d / max_distance`` in (0, 1] when admissible
+    (``d <= max_distance``; a pair exactly at the threshold keeps a tiny positive weight), else 0."""
+    d = np.asarray(distance, dtype=np.float64)
+    return np.where(d <= max_distance, np.maximum(1.0 - d / max_distance, 1e-12), 0.0)
+
+
+def match_centres(
+    det_boxes: np.ndarray,
+    gt_boxes: np.ndarray,
+    max_distance: float = 2.0,
+    det_classes: Sequence[str] | None = None,
+    gt_classes: Sequence[str] | None = None,
+    class_aware: bool = False,
+) -> Matching:
+    """Match detections to ground truth one-to-one by centre distance ``<= max_distance`` (nuScenes-style matching
+    of 3D objects on the bird's-eye view), maximising the summed weight `centre_weights` (closer pairs first).
+
+    ``Matching.ious`` holds those weights (1 = same centre) so that callers that rank matches keep working.
+    """
+    if not (np.isfinite(max_distance) and max_distance > 0.0):
+        raise ValueError(f"max_distance must be a positive number, got {max_distance}")
+    dc_xy, gc_xy = box_centres(det_boxes), box_centres(gt_boxes)
+    n_det, n_gt = len(dc_xy), len(gc_xy)
+    empty = np.zeros(0, dtype=np.int64)
+    if n_det == 0 or n_gt == 0:
+        return Matching(empty, empty, np.zeros(0), n_det, n_gt)
+    dist = np.hypot(dc_xy[:, None, 0] - gc_xy[None, :, 0], dc_xy[:, None, 1] - gc_xy[None, :, 1])
+    weights = centre_weights(dist, max_distance)
+    admissible = weights > 0.0
+    if class_aware:
+        if det_classes is None or gt_classes is None:
+            raise ValueError("class-aware matching needs det_classes and gt_classes")
+        admissible &= np.asarray(det_classes, dtype=object)[:, None] == np.asarray(gt_classes, dtype=object)[None, :]
+    if not admissible.any():
+        return Matching(empty, empty, np.zeros(0), n_det, n_gt)
+    from scipy.optimize import linear_sum_assignment
+
+    weights = np.where(admissible, weights, 0.0)
+    rows, cols = linear_sum_assignment(weights, maximize=True)
+    keep = admissible[rows, cols]
+    rows, cols = rows[keep].astype(np.int64), cols[keep].astype(np.int64)
+    order = np.argsort(cols, kind="stable")
+    rows, cols = rows[order], cols[order]
+    return Matching(rows, cols, weights[rows, cols], n_det, n_gt)
+
+
 def match_frame(frame: Frame, iou_threshold: float = 0.5, class_aware: bool = False) -> Matching:
     """Match a `Frame`'s detections to its ground truth."""
     return match_boxes(

@@ -86,14 +86,27 @@ class Interval:
 
 @dataclass(frozen=True, slots=True)
 class Detection:
-    """One detector output: a box, a class label and a confidence score in [0, 1]."""
+    """One detector output: a box, a class label and a confidence score in [0, 1].
+
+    ``position`` is the object's centre in the ego frame (m, x forward, y left, z up) when the detector reports
+    one (3D object lists); for those the box is the object's bird's-eye-view footprint in metres (docs/objects3d.md).
+    """
 
     box: Box
     class_id: str
     score: float = 1.0
+    position: tuple[float, float, float] | None = None
 
     def __post_init__(self) -> None:
         _require_finite("detection score", self.score)
+        if self.position is not None:
+            _require_finite("detection position", *self.position)
+
+    @property
+    def distance(self) -> float | None:
+        """Ground-plane distance of ``position`` from the ego, ``hypot(x, y)`` (None without a position); the
+        distance 3D object lists are binned by (as in the nuScenes benchmark)."""
+        return None if self.position is None else math.hypot(self.position[0], self.position[1])
 
 
 @dataclass(frozen=True, slots=True)

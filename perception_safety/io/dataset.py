@@ -3,11 +3,13 @@
 Line format::
 
     {"frame": "id", "stamp_ns": 0,
-     "detections":   [{"box": [x_min, y_min, x_max, y_max], "class": "car", "score": 0.9}],
+     "detections":   [{"box": [x_min, y_min, x_max, y_max], "class": "car", "score": 0.9,
+                       "position": [x, y, z]}],
      "ground_truth": [{"box": [...], "class": "car", "distance": 12.3,
                        "position": [x, y, z], "track_id": "7"}]}
 
-``stamp_ns``, ``score``, ``position`` and ``track_id`` are optional; ``distance``
+``stamp_ns``, ``score``, ``position`` (ego frame, m; a detection's is set by 3D object lists) and ``track_id``
+are optional; ``distance``
 may be omitted when ``position`` is given (it is then the position's norm). An optional ``candidates`` list
 (same shape as ``detections``) holds the detector's boxes *below* its score threshold; only PCD reads them
 (absent = not recorded).
@@ -90,7 +92,8 @@ def _detections(items: Any, key: str) -> tuple[Detection, ...]:
             if "box" not in d:
                 raise InvalidValueError("missing key 'box'")
             box = _box(d["box"], "box")
-            dets.append(Detection(box, _text(d, "class"), _number(d, "score", 1.0)))
+            pos = _position(d["position"]) if d.get("position") is not None else None
+            dets.append(Detection(box, _text(d, "class"), _number(d, "score", 1.0), pos))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidValueError(f"{key}[{i}]: {_describe(exc)}") from exc
     return tuple(dets)
@@ -168,13 +171,9 @@ def read_jsonl_frames(
 def frame_to_record(frame: Frame) -> dict[str, Any]:
     """The JSON Lines record of a frame (the inverse of `frame_from_record`, images dropped)."""
     out: dict[str, Any] = {"frame": frame.frame_id, "stamp_ns": frame.stamp_ns}
-    out["detections"] = [
-        {"box": list(d.box.as_tuple()), "class": d.class_id, "score": d.score} for d in frame.detections
-    ]
+    out["detections"] = [_detection_record(d) for d in frame.detections]
     if frame.candidates is not None:
-        out["candidates"] = [
-            {"box": list(d.box.as_tuple()), "class": d.class_id, "score": d.score} for d in frame.candidates
-        ]
+        out["candidates"] = [_detection_record(d) for d in frame.candidates]
     gts = []
     for g in frame.ground_truth:
         rec: dict[str, Any] = {"box": list(g.box.as_tuple()), "class": g.class_id, "distance": g.distance}
@@ -185,6 +184,13 @@ def frame_to_record(frame: Frame) -> dict[str, Any]:
         gts.append(rec)
     out["ground_truth"] = gts
     return out
+
+
+def _detection_record(d: Detection) -> dict[str, Any]:
+    rec: dict[str, Any] = {"box": list(d.box.as_tuple()), "class": d.class_id, "score": d.score}
+    if d.position is not None:
+        rec["position"] = list(d.position)
+    return rec
 
 
 def write_jsonl_frames(path: str | Path, frames: Iterable[Frame]) -> int:

@@ -27,9 +27,10 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from perception_safety.core.iou import iou_pairs
-from perception_safety.core.matching import match_boxes
+from perception_safety.core.matching import match_boxes, match_centres
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.batch import FrameBatch
+from perception_safety.evaluation.confusion.centre_pairs import centre_candidate_pairs
 from perception_safety.evaluation.confusion.clusters import ClusterCounts, batch_counts
 from perception_safety.evaluation.confusion.combine import UNMATCHED_BY_BIN, sum_confusions
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
@@ -130,7 +131,13 @@ def _small_components(
     return chosen, unresolved, comp
 
 
-def match_batch(batch: FrameBatch, iou_threshold: float, class_aware: bool) -> tuple[np.ndarray, int]:
+def match_batch(
+    batch: FrameBatch,
+    iou_threshold: float,
+    class_aware: bool,
+    matching: str = "iou",
+    max_distance: float = 2.0,
+) -> tuple[np.ndarray, int]:
     """For every ground-truth object of the batch, the index of its matched detection or -1.
 
     Same matching as per-frame `match_boxes` (maximum summed IoU over admissible pairs): a pair
@@ -141,11 +148,15 @@ def match_batch(batch: FrameBatch, iou_threshold: float, class_aware: bool) -> t
     """
     n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
     gt_match = np.full(n_gt, -1, dtype=np.int64)
-    di, gi = candidate_pairs(batch, iou_threshold)
+    if matching == "centre_distance":  # 3D object lists: weight 1 - d / max_distance (core.matching.match_centres)
+        di, gi, iou = centre_candidate_pairs(batch, max_distance)
+        adm = iou > 0.0
+    else:
+        di, gi = candidate_pairs(batch, iou_threshold)
+        iou = iou_pairs(batch.det_boxes[di], batch.gt_boxes[gi])
+        adm = (iou >= iou_threshold) & (iou > 0.0)
     if len(di) == 0:
         return gt_match, 0
-    iou = iou_pairs(batch.det_boxes[di], batch.gt_boxes[gi])
-    adm = (iou >= iou_threshold) & (iou > 0.0)
     if class_aware:
         adm &= batch.det_classes[di] == batch.gt_classes[gi]
     ed, eg, ew = di[adm], gi[adm], iou[adm]
@@ -164,10 +175,10 @@ def match_batch(batch: FrameBatch, iou_threshold: float, class_aware: bool) -> t
     for f in frames.tolist():
         d0, d1 = int(batch.det_offsets[f]), int(batch.det_offsets[f + 1])
         g0, g1 = int(batch.gt_offsets[f]), int(batch.gt_offsets[f + 1])
-        m = match_boxes(
+        m = (match_centres if matching == "centre_distance" else match_boxes)(
             batch.det_boxes[d0:d1],
             batch.gt_boxes[g0:g1],
-            iou_threshold,
+            max_distance if matching == "centre_distance" else iou_threshold,
             batch.det_classes[d0:d1].tolist(),
             batch.gt_classes[g0:g1].tolist(),
             class_aware,
@@ -247,7 +258,9 @@ class ConfusionAccumulator:
         n_bins = len(cfg.bins)
         n_f = batch.n_frames
         p = len(self._lut)
-        gt_match, fallback = match_batch(batch, cfg.iou_threshold, cfg.class_aware)
+        gt_match, fallback = match_batch(
+            batch, cfg.iou_threshold, cfg.class_aware, cfg.matching, cfg.centre_distance_m
+        )
         matched = gt_match >= 0
         pred = np.full(len(gt_match), n_cls, dtype=np.int64)
         pred[matched] = batch.det_classes[gt_match[matched]]

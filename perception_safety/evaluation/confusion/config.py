@@ -46,6 +46,10 @@ class ConfusionConfig(BaseModel):
     """Evaluation class -> label patterns (``fnmatch``, case-sensitive); order = matrix order."""
     empty_label: str = "empty"
     iou_threshold: float = Field(0.5, ge=0.0, le=1.0)
+    matching: Literal["iou", "centre_distance"] = "iou"
+    """``iou``: 2D boxes, IoU >= iou_threshold; ``centre_distance``: 3D object lists, bird's-eye-view centre distance
+    <= centre_distance_m (nuScenes-style; docs/objects3d.md)."""
+    centre_distance_m: float = Field(2.0, gt=0.0, le=100.0)
     class_aware: bool = False
     """Match only detections and ground truth of the same evaluation class."""
     bin_edges: list[float] = Field(default_factory=lambda: [10.0 * i for i in range(11)])

@@ -20,6 +20,7 @@ from rosbags.rosbag2 import Reader
 
 from perception_safety.core.types import Frame, InvalidValueError
 from perception_safety.io import bag_messages as bm
+from perception_safety.io import objects3d as o3
 from perception_safety.io.bag.layout import COMPRESSED_SUFFIX, TOPIC_TYPES, BagError, BagTopics
 from perception_safety.io.typestore import ros2_typestore
 from perception_safety.monitors.base import MonitorResult
@@ -32,6 +33,13 @@ _DECODE = {
     "ego": bm.ego_from_msg,
 }
 _IMAGE_DECODE = {bm.IMAGE_TYPE: bm.image_from_msg, bm.COMPRESSED_IMAGE_TYPE: bm.compressed_image_from_msg}
+_DECODE_3D = {  # 3D object lists on the detections/ground-truth topics (io/objects3d.py)
+    ("detections", o3.DETECTIONS_3D_TYPE): o3.detections_from_3d_msg,
+    ("candidates", o3.DETECTIONS_3D_TYPE): o3.detections_from_3d_msg,
+    ("detections", o3.AUTOWARE_OBJECTS_TYPE): o3.detections_from_autoware,
+    ("candidates", o3.AUTOWARE_OBJECTS_TYPE): o3.detections_from_autoware,
+    ("ground_truth", o3.DETECTIONS_3D_TYPE): o3.ground_truth_from_3d_msg,
+}
 
 
 @dataclass(frozen=True)
@@ -200,7 +208,11 @@ def _connections(
             if role != "camera_info":  # optional: checks the image size when recorded
                 report.missing_topics.append((bag, name))
             continue
-        expected = tuple(_IMAGE_DECODE) if role == "image" else (TOPIC_TYPES[role],)
+        expected = (
+            tuple(_IMAGE_DECODE)
+            if role == "image"
+            else (TOPIC_TYPES[role], *(t for r, t in _DECODE_3D if r == role))
+        )
         if conn.msgtype not in expected:
             raise BagError(f"{bag}: topic {name} has type {conn.msgtype}, expected {' or '.join(expected)} for {role}")
         conns[role] = conn
@@ -242,7 +254,7 @@ def _decode_topics(
             counts[role] += 1
             try:
                 msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
-                value = _DECODE[role](msg)
+                value = _DECODE_3D.get((role, conn.msgtype), _DECODE[role])(msg)
                 stamp = bm.stamp_ns_of(msg)
             except InvalidValueError as exc:
                 report.skipped.append(SkippedMessage(bag, conn.topic, index, str(exc)))
