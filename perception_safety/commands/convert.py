@@ -2,6 +2,7 @@
 
     perception-safety convert kitti training/label_2 --detections results/data --out kitti.jsonl
     perception-safety convert coco instances_val.json --results detections.json --distance-key depth --out c.jsonl
+    perception-safety convert nuscenes v1.0-mini --results results_nusc.json --out nusc.jsonl
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from perception_safety.errors import PerceptionSafetyError
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "convert",
-        help="convert KITTI labels or COCO-style JSON to the JSON Lines dataset",
+        help="convert KITTI labels, COCO-style JSON or nuScenes tables to the JSON Lines dataset",
         description="Convert public dataset formats to the JSON Lines dataset (one frame per line) that "
         "confusion, pcd, bbsl test and evaluate-style analyses read. Class names are lower-cased "
         "(the package's convention: 'Pedestrian' -> 'pedestrian') unless --class-map says otherwise.",
@@ -56,6 +57,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     common(c)
     c.set_defaults(func=run)
 
+    n = kinds.add_parser(
+        "nuscenes", help="nuScenes-format tables (sample, sample_annotation, ego_pose, ...) and a results JSON"
+    )
+    n.add_argument("tables", metavar="TABLE_DIR", help="folder of the nuScenes JSON tables (e.g. v1.0-mini)")
+    n.add_argument("--results", metavar="JSON", help="detections in the nuScenes submission format")
+    n.add_argument(
+        "--keep-empty", action="store_true",
+        help="keep annotations with no lidar/radar point (the benchmark drops them; so do we by default)",
+    )
+    common(n)
+    n.set_defaults(func=run)
+
 
 def _mapping(items: list[str]) -> dict[str, str]:
     out = {}
@@ -77,6 +90,10 @@ def run(args: argparse.Namespace) -> int:
         from perception_safety.io.converters.kitti import convert_kitti
 
         frames = convert_kitti(args.labels, args.detections, mapping, report=report)
+    elif args.kind == "nuscenes":
+        from perception_safety.io.converters.nuscenes import convert_nuscenes
+
+        frames = convert_nuscenes(args.tables, args.results, mapping, args.keep_empty, report=report)
     else:
         from perception_safety.io.converters.coco import convert_coco
 
