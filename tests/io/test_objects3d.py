@@ -99,6 +99,9 @@ def test_centre_distance_confusion_counts_by_hand(tmp_path):
     np.testing.assert_array_equal(cm[0], [[1, 0], [0, 0], [0, 0]])  # pedestrian at 5 m found 0.3 m off
     np.testing.assert_array_equal(cm[1], [[0, 0], [0, 0], [1, 0]])  # pedestrian at 15 m missed (3 m off)
     np.testing.assert_array_equal(cm[2], [[0, 0], [0, 1], [0, 0]])  # car at 25 m found
+    # the unmatched detections are binned by the distance they carry: the false pedestrian at 8 m and the
+    # 3 m-off one at hypot(15, 4) = 15.5 m count against precision in bins 0 and 1
+    np.testing.assert_array_equal(acc.unannotated_by_bin[:, 0], [1, 1, 0, 0])
 
 
 def test_iou_matching_of_the_same_footprints_differs(tmp_path):

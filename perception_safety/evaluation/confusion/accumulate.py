@@ -312,8 +312,11 @@ class ConfusionAccumulator:
         un = np.flatnonzero(~det_matched)
         un_frame = det_frame_of(batch)[un]
         un_bin = np.full(len(un), n_bins, dtype=np.int64)
-        if cfg.ground_camera is not None and len(un):
-            d = ground_distance(batch.det_boxes[un, 3], cfg.ground_camera)
+        carried = batch.det_distances[un] if batch.det_distances is not None else np.full(len(un), np.nan)
+        if len(un) and (cfg.ground_camera is not None or np.isfinite(carried).any()):
+            # a distance the data carry (3D object lists) first, else the ground-plane estimate from the box
+            estimate = ground_distance(batch.det_boxes[un, 3], cfg.ground_camera) if cfg.ground_camera else np.nan
+            d = np.where(np.isfinite(carried), carried, estimate)
             kb = np.searchsorted(self._edges, np.nan_to_num(d, nan=-1.0), side="right") - 1
             un_bin = np.where(np.isfinite(d) & (kb >= 0) & (kb < n_bins), kb, n_bins)
         un_cls = batch.det_classes[un]

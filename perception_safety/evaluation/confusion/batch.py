@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -34,6 +35,8 @@ class FrameBatch:
     gt_tracks: np.ndarray | None = None
     """Track id (str, '' = none) per ground-truth object; None when the input has none (CSV)."""
     frame_episodes: np.ndarray | None = None
+    det_distances: np.ndarray | None = None
+    """Ground-plane distance (m) per detection that carries a position (3D object lists), NaN where none."""
     """Episode (str, '' = unknown) per frame (`Frame.episode`); None when the input has none (CSV)."""
 
     def __post_init__(self) -> None:
@@ -49,6 +52,7 @@ class FrameBatch:
             (self.frame_stamps is None or len(self.frame_stamps) == len(self.det_offsets) - 1, "frame_stamps length"),
             (self.gt_tracks is None or len(self.gt_tracks) == ng, "gt_tracks length"),
             (self.frame_episodes is None or len(self.frame_episodes) == len(self.det_offsets) - 1, "frame_episodes"),
+            (self.det_distances is None or len(self.det_distances) == nd, "det_distances length"),
         )
         for ok, what in checks:
             if not ok:
@@ -69,6 +73,7 @@ class FrameBatch:
         det_off, gt_off = [0], [0]
         det_rows: list[tuple[float, float, float, float]] = []
         det_cls: list[int] = []
+        det_dist: list[float] = []
         gt_rows: list[tuple[float, float, float, float]] = []
         gt_cls: list[int] = []
         gt_dist: list[float] = []
@@ -86,6 +91,7 @@ class FrameBatch:
                 b = d.box
                 det_rows.append((b.x_min, b.y_min, b.x_max, b.y_max))
                 det_cls.append(code)
+                det_dist.append(math.nan if d.position is None else math.hypot(d.position[0], d.position[1]))
             for g in frame.ground_truth:
                 code = mapper(g.class_id)
                 if code < 0:
@@ -113,4 +119,5 @@ class FrameBatch:
             frame_stamps=np.asarray(stamps, dtype=np.int64),
             gt_tracks=np.asarray(gt_track, dtype=object),
             frame_episodes=np.asarray(episodes, dtype=object),
+            det_distances=np.asarray(det_dist, dtype=np.float64),
         )

@@ -34,6 +34,7 @@ def select_objects(batch: FrameBatch, gt_keep: np.ndarray, det_keep: np.ndarray)
         frame_stamps=batch.frame_stamps,
         gt_tracks=None if batch.gt_tracks is None else batch.gt_tracks[gt_keep],
         frame_episodes=batch.frame_episodes,
+        det_distances=None if batch.det_distances is None else batch.det_distances[det_keep],
     )
 
 
@@ -53,4 +54,5 @@ def select_frames(batch: FrameBatch, keep: np.ndarray) -> FrameBatch:
         frame_stamps=None if batch.frame_stamps is None else batch.frame_stamps[keep],
         gt_tracks=None if batch.gt_tracks is None else batch.gt_tracks[gt_keep],
         frame_episodes=None if batch.frame_episodes is None else batch.frame_episodes[keep],
+        det_distances=None if batch.det_distances is None else batch.det_distances[det_keep],
     )

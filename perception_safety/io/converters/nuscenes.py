@@ -133,8 +133,9 @@ def convert_nuscenes(
     mapping: dict[str, str] | None = None,
     keep_empty: bool = False,
     report: ConversionReport | None = None,
-) -> Iterator[tuple[Frame, str]]:
-    """``(frame, episode)`` per sample in scene order, then timestamp, with ground truth and the results' boxes."""
+) -> Iterator[Frame]:
+    """One frame per sample in scene order, then timestamp, with ground truth and the results' boxes; the frame's
+    episode is its scene's name."""
     folder, mapping = Path(table_dir), mapping or {}
     report = report if report is not None else ConversionReport()
     tables = {name: _table(folder, name) for name in TABLES}
@@ -190,7 +191,8 @@ def convert_nuscenes(
         report.detections += len(dets)
         stamp = sample.get("timestamp", 0)
         stamp_ns = int(stamp) * 1000 if isinstance(stamp, int) and not isinstance(stamp, bool) else 0
-        yield Frame(stamp_ns, tuple(dets), tuple(gts), frame_id=token), str(scenes.get(sample.get("scene_token"), ""))
+        episode = str(scenes.get(sample.get("scene_token"), ""))
+        yield Frame(stamp_ns, tuple(dets), tuple(gts), frame_id=token, episode=episode)
 
 
 def _results(path: Path) -> dict[str, list[dict[str, Any]]]:
