@@ -20,9 +20,10 @@ $(PY):
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "the pins are resolved for Python 3.11; $(PYTHON) is " + sys.version.split()[0] + " (make PYTHON=python3.11 ...)")'
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.stamp-requirements: requirements.txt constraints.txt | $(PY)
+$(VENV)/.stamp-requirements: requirements.txt requirements-nodeps.txt constraints.txt | $(PY)
 	$(PIP) install -q pip==25.3
 	$(PIP) install -q -r requirements.txt -c constraints.txt
+	$(PIP) install -q --no-deps -r requirements-nodeps.txt -c constraints.txt
 	@touch $@
 
 $(VENV)/.stamp-system: tools/ensure_system_packages.sh | $(PY)

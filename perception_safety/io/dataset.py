@@ -132,6 +132,7 @@ def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
         ground_truth=tuple(gts),
         frame_id=str(record.get("frame", index)),
         candidates=candidates,
+        episode=_text(record, "episode", required=False),
     )
 
 
@@ -171,6 +172,8 @@ def read_jsonl_frames(
 def frame_to_record(frame: Frame) -> dict[str, Any]:
     """The JSON Lines record of a frame (the inverse of `frame_from_record`, images dropped)."""
     out: dict[str, Any] = {"frame": frame.frame_id, "stamp_ns": frame.stamp_ns}
+    if frame.episode:
+        out["episode"] = frame.episode
     out["detections"] = [_detection_record(d) for d in frame.detections]
     if frame.candidates is not None:
         out["candidates"] = [_detection_record(d) for d in frame.candidates]
