@@ -89,7 +89,7 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
         from perception_safety.pipeline.verdicts import verdict_part
 
         out["verdicts"] = verdict_part(ep, batch, cfg)  # monitor in the loop: counts per verdict
-    if "bbsl" in analyses:
+    if "bbsl" in analyses and cfg.image_boxes:
         out["bbsl"] = {}
         for name in cfg.evaluate.bbsl_specs:
             rep = run_oracle(load_evaluate_spec(name, cfg), frames, cfg.bbsl)

@@ -83,6 +83,12 @@ class EvaluateConfig(BaseModel):
     base_dir: str = "."
     """Folder that relative spec paths are resolved against (set to the config file's folder on load)."""
 
+    @property
+    def image_boxes(self) -> bool:
+        """False for 3D object lists (``confusion.matching: centre_distance``): their boxes are bird's-eye-view
+        footprints in metres, so image-region analyses (BBSL's specs) do not apply."""
+        return self.confusion.matching != "centre_distance"
+
 
 def load_evaluate_config(path: str | Path | None) -> tuple[EvaluateConfig, str]:
     """The validated config and its exact text (for the report); ``None`` gives the defaults."""

@@ -118,6 +118,11 @@ def run_evaluate(
     warn_about_inputs(ev, found)
     clock.lap("provenance")
     analyses = cfg.evaluate.analyses
+    if "bbsl" in analyses and not cfg.image_boxes:
+        ev.warn("bbsl", "BBSL testing skipped: 3D object lists (confusion.matching: centre_distance) carry "
+                "bird's-eye-view footprints in metres, not image boxes, so the image-region specs do not apply.",
+                "bbsl_not_for_3d")
+        analyses = [a for a in analyses if a != "bbsl"]
     all_steps = (("confusion", confusion.run), ("pcd", pcd.run), ("verification", verification.run), ("bbsl", bbsl.run))
     steps = [(a, f) for a, f in all_steps if a in analyses]
     if cfg.evaluate.breakdowns and {"confusion", "pcd"} & set(analyses):
