@@ -13,13 +13,19 @@ of all bags with local `--jobs 1`, local `--jobs 2`, and Ray tasks on a Ray inst
 is (Ray 1 CPU - local 1 job) / K, given as a share of the local time per bag; the fleet projection divides
 an hour by the measured cost per bag on one worker.
 
+Issue 27 target (``--demo DIR``): the whole `evaluate` (every analysis, breakdowns, requirements, report) of the
+demo config on ``--copies`` copies of the demo's perception bags (``DIR/episodes/bags/*/perception``, each copy a
+folder of symlinks) against a bare rosbags read + deserialisation of the same bags' non-image topics, both in this
+process, in one run, with ``--jobs 1`` and ``--jobs 2``; the load average is printed with every figure.
+
 Usage: python benchmarks/bench_evaluate.py [--frames 2000] [--repeat 3] [--bags 4] [--bag-frames 500]
-       [--executors-only]
+       [--executors-only] [--demo /tmp/perf_demo --copies 16]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sys
 import tempfile
@@ -123,6 +129,81 @@ def executors(tmp: Path, n_bags: int, frames: int, cfg) -> None:
           f"(2 CPUs here: {rows[2][2] / rows[3][2]:.2f}x of 1 CPU)")
 
 
+def load() -> str:
+    """The 1/5/15-minute load averages (the machine is shared: every figure is printed with it)."""
+    return " / ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def demo_copies(demo: Path, copies: int, tmp: Path) -> list[Path]:
+    """``copies`` copies of the demo's perception bags (metadata.yaml copied, the .mcap symlinked)."""
+    sources = sorted((demo / "episodes" / "bags").glob("*/perception"))
+    if not sources:
+        raise SystemExit(f"{demo}: no episodes/bags/*/perception (run `perception-safety demo --out {demo}`)")
+    bags = []
+    for c in range(copies):
+        for src in sources:
+            dst = tmp / f"copy{c:02d}" / "bags" / src.parent.name / "perception"
+            dst.mkdir(parents=True)
+            for f in src.iterdir():
+                if f.name == "metadata.yaml":
+                    shutil.copy(f, dst / f.name)
+                else:
+                    (dst / f.name).symlink_to(f.resolve())
+            bags.append(dst)
+    return bags
+
+
+def read_non_image(bags: list[Path]) -> int:
+    """The baseline: rosbags opens every bag and deserializes every message of its non-image topics."""
+    store = ros2_typestore()
+    n = 0
+    for bag in bags:
+        with Reader(bag) as r:
+            conns = [c for c in r.connections if "Image" not in c.msgtype]
+            for conn, _, raw in r.messages(connections=conns):
+                store.deserialize_cdr(raw, conn.msgtype)
+                n += 1
+    return n
+
+
+def demo_target(demo: Path, copies: int, repeat: int, tmp: Path) -> None:
+    """Issue 27 target 1: evaluate <= 1.5x the bare read; --jobs 2 never > 1.1x --jobs 1."""
+    from rich.console import Console
+
+    from perception_safety.pipeline.run import timings_lines
+
+    bags = demo_copies(demo, copies, tmp)
+    roots = sorted({b.parents[2] for b in bags})
+    cfg, text = load_evaluate_config(Path(__file__).resolve().parents[1] / "config" / "demo.yaml")
+    quiet = Console(file=open(os.devnull, "w"), stderr=False)  # noqa: SIM115 - the progress bars go nowhere
+    rows = []
+    for r in range(repeat):
+        t, l0 = time.perf_counter(), load()
+        n = read_non_image(bags)
+        rows.append(("bare rosbags read + deserialise, non-image topics", time.perf_counter() - t, l0, None))
+        for jobs in (1, 2):
+            t, l0 = time.perf_counter(), load()
+            ev = run_evaluate(roots, cfg, text, tmp / f"out{r}_{jobs}", jobs, quiet)
+            rows.append((f"evaluate --jobs {jobs} (demo config, report)", time.perf_counter() - t, l0, ev))
+    frames = next(ev for *_, ev in rows if ev is not None).results["frames"]
+    print(f"\n{len(bags)} bags ({copies} copies of the demo's perception bags, {frames} frames, {n} non-image "
+          "messages)")
+    base = min(s for name, s, _, _ in rows if name.startswith("bare"))
+    best: dict[str, float] = {}
+    for name, s, _l0, _ in rows:
+        best[name] = min(best.get(name, s), s)
+    print(f"{'step':<52}{'best s':>8}{'vs bare':>9}   load at start (1/5/15 min), each run")
+    for name in best:
+        runs = ", ".join(f"{s:.2f} s @ {l0}" for n2, s, l0, _ in rows if n2 == name)
+        print(f"{name:<52}{best[name]:8.2f}{best[name] / base:9.2f}   {runs}")
+    j1, j2 = best["evaluate --jobs 1 (demo config, report)"], best["evaluate --jobs 2 (demo config, report)"]
+    print(f"target 1: evaluate / bare = {j1 / base:.2f} (<= 1.5); --jobs 2 / --jobs 1 = {j2 / j1:.2f} (<= 1.10)")
+    last = next(ev for name, _, _, ev in reversed(rows) if ev is not None and "--jobs 1" in name)
+    print("per-step timings of the last --jobs 1 run:")
+    for line in timings_lines(last.results["timings"]):
+        print("  " + line)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=2000)
@@ -130,9 +211,14 @@ def main() -> None:
     ap.add_argument("--bags", type=int, default=4, help="bags for the executor comparison")
     ap.add_argument("--bag-frames", type=int, default=500, help="frames per bag for the executor comparison")
     ap.add_argument("--executors-only", action="store_true")
+    ap.add_argument("--demo", type=Path, help="a demo output folder: run the issue 27 target on its perception bags")
+    ap.add_argument("--copies", type=int, default=16, help="copies of the demo's perception bags (--demo)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_evaluate_"))
     try:
+        if args.demo is not None:
+            demo_target(args.demo, args.copies, args.repeat, tmp)
+            return
         if args.executors_only:
             cfg_file = tmp / "evaluate.yaml"
             cfg_file.write_text(SMALL_CONFIG)

@@ -48,10 +48,33 @@ def loop_likelihoods(r: np.ndarray) -> np.ndarray:
     return out
 
 
+def bootstrap_target(n: int, n_boot: int = 200) -> None:
+    """Issue 27 target 3: ``n_boot`` resamples of whole tracks on ``n`` points <= 10x one fit (CPU s, one run)."""
+    import os
+
+    x, y, g = hurdle_samples(n, 1, tracks=max(40, n // 100))
+    cfg = PCDConfig(model="hurdle", bootstrap={"n_boot": n_boot})
+    load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
+    t = time.process_time()
+    res = compute_pcd(x, y, cfg)
+    one = time.process_time() - t
+    t = time.process_time()
+    bootstrap_pcd(res, x, y, g, cfg)
+    boot = time.process_time() - t
+    print(f"bootstrap target, n = {n}, {n_boot} resamples of {max(40, n // 100)} tracks (load {load}): one fit "
+          f"{one:.3f} CPU s, bootstrap {boot:.2f} CPU s = {boot / one:.0f}x one fit (target <= 10x), "
+          f"{boot / n_boot / one:.2f}x one fit per resample")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--loop-100k", action="store_true", help="also time the O(n^2) loop at n = 100k (slow)")
+    parser.add_argument("--bootstrap-target", type=int, metavar="N", default=0,
+                        help="only the issue 27 target: 200 resamples on N points (100000 in the issue) <= 10x one fit")
     args = parser.parse_args()
+    if args.bootstrap_target:
+        bootstrap_target(args.bootstrap_target)
+        return
 
     print("Full PCD evaluation (P-spline, change points by binary segmentation, 9x9 grid, mPCD)")
     print(f"{'method':<10} {'n':>8} {'seconds':>9} {'growth vs 1k':>13} {'us/point':>9} {'#cp':>4} {'#tests':>6}")
