@@ -100,6 +100,10 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
                 "test_cases": [_test_case_record(tc) for tc in rep.test_cases],
                 "breakdown_verdicts": list(rep.breakdown_verdicts),
             }
+    if cfg.evaluate.evidence_per_cell > 0:
+        from perception_safety.pipeline.evidence import evidence_part
+
+        out["evidence"] = evidence_part(ep, cfg, out.get("bbsl"))
     return out
 
 
@@ -149,6 +153,8 @@ class Reduced:
     """Bags whose map failed (not in the sums), with the reason."""
     episode_confusions: list[DistanceConfusion] = field(default_factory=list)
     """The confusion counts of each episode (the independent unit of the chain's intervals and posterior)."""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    """Frame references per cell, failure and alarm (`pipeline.evidence.reduce_evidence`)."""
 
 
 _TEST_CASE_FIELDS = tuple(f.name for f in fields(TestCase))
@@ -182,6 +188,9 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
     from perception_safety.pipeline.verdicts import reduce_verdicts
 
     red.verdicts, red.verdict_notes = reduce_verdicts(partials)
+    from perception_safety.pipeline.evidence import reduce_evidence
+
+    red.evidence = reduce_evidence(partials, cfg or EvaluateConfig())
     names = [n for _, ep in episodes for n in ep.get("pcd", {})]
     for name in dict.fromkeys(names):
         parts = [ep["pcd"][name] for _, ep in episodes if name in ep.get("pcd", {})]

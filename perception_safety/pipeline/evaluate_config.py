@@ -61,6 +61,8 @@ class EvaluateSection(BaseModel):
     """Warn when more than this fraction of ground-truth or detection labels map to no confusion class."""
     warn_box_overflow_px: float = Field(2.0, ge=0.0)
     """Warn when boxes extend more than this many pixels beyond ``bbsl.image_size`` (wrong image size)."""
+    evidence_per_cell: int = Field(20, ge=0, le=1000)
+    """Frame references kept per confusion cell, failure kind and alarm (the most informative; 0 = none)."""
 
 
 class EvaluateConfig(BaseModel):

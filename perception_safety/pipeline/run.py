@@ -15,6 +15,7 @@ from perception_safety.pipeline.analyses import (
     bbsl,
     breakdowns,
     confusion,
+    evidence,
     monitor_loop,
     pcd,
     quality,
@@ -141,10 +142,15 @@ def run_evaluate(
             step(ev, red, cfg, out)
             clock.lap(name)
             bar.advance(task)
+    clock.lap()
+    evidence.run(ev, red, cfg, out)
+    clock.lap("evidence")
     quality.run(ev, red)
     clock.lap("data_quality")
     requirements.run(ev, cfg)
     clock.lap("requirements")
+    evidence.first_screen(ev, red, cfg)
+    clock.lap("first_screen")
     ev.results["summary"] = [m.__dict__ for m in report.summary]
     ev.results["warnings"] = ev.warnings
     report.write(out / "report.html")

@@ -35,6 +35,17 @@ pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:.85em}
 .note{color:#57606a;font-size:.9em}.warn{color:#9a6700}
 .prov{color:#57606a;font-size:.85em;font-family:ui-monospace,monospace;margin:.3em 0 1em}
 table.inputs td{text-align:left;font-size:.85em}
+details.sec{border-top:2px solid #d0d7de;margin-top:1.2em}details.sec>summary{font-size:1.3em;font-weight:600;
+padding:.4em 0;cursor:pointer}details.sec>summary h2{display:inline;border:0;font-size:1em}
+.decision{border:2px solid #d0d7de;border-radius:10px;padding:.2em 1.2em 1em;margin:1em 0}
+.decision.FAIL{border-color:#cf222e}.decision.PASS{border-color:#1a7f37}.decision.INCONCLUSIVE{border-color:#9a6700}
+.verdict{font-size:1.6em;font-weight:700;margin:.4em 0}.verdict.FAIL{color:#cf222e}.verdict.PASS{color:#1a7f37}
+.thumbs{display:flex;flex-wrap:wrap;gap:8px}.thumbs figure{margin:0;width:240px}
+.thumbs img{border:1px solid #57606a;margin:0;display:block}.thumbs figcaption{font-size:.78em;color:#1b1f24}
+.strip figure{width:160px}details.ev{margin:.2em 0}details.ev>summary{cursor:pointer}
+table.cm td a{color:inherit}td.err{background:#ffebe9}.decision table{font-size:.82em;margin:.3em 0}
+.decision td:last-child{text-align:left;color:#57606a}.decision h3{margin:.6em 0 .3em}.decision p{margin:.3em 0}
+.decision ol{margin:.2em 0;font-size:.9em}
 """
 
 
@@ -70,8 +81,32 @@ class Section:
         return self
 
     def figure(self, png: bytes, caption: str = "") -> Section:
-        self.blocks.append(("figure", (png, caption)))
+        self.blocks.append(("figure", (compact_png(png), caption)))
         return self
+
+    def html(self, markup: str) -> Section:
+        """Markup built by this package (every text in it already escaped): evidence strips, linked matrices."""
+        self.blocks.append(("html", markup))
+        return self
+
+
+MAX_FIGURE_WIDTH = 820
+"""Embedded figures are scaled down to this width (px): the page is at most 1100 px wide."""
+
+
+def compact_png(png: bytes, colours: int = 64) -> bytes:
+    """A PNG sized for the screen: at most `MAX_FIGURE_WIDTH` wide, ``colours`` palette colours (plots use few)."""
+    from PIL import Image
+
+    try:
+        im = Image.open(io.BytesIO(png)).convert("RGB")
+    except OSError:
+        return png
+    if im.width > MAX_FIGURE_WIDTH:
+        im = im.resize((MAX_FIGURE_WIDTH, round(im.height * MAX_FIGURE_WIDTH / im.width)), Image.Resampling.LANCZOS)
+    buf = io.BytesIO()
+    im.quantize(colors=colours, method=Image.Quantize.MEDIANCUT).save(buf, "PNG", optimize=True)
+    return buf.getvalue() if buf.tell() < len(png) else png
 
 
 def figure_png(fig: Any, dpi: int = 110) -> bytes:
@@ -111,6 +146,8 @@ def _blocks_html(s: Section) -> list[str]:
 
             body = "".join("<tr>" + "".join(td(c) for c in r) + "</tr>" for r in rows)
             out.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif kind == "html":
+            out.append(payload)
         else:
             png, caption = payload
             data = base64.b64encode(png).decode("ascii")
@@ -121,18 +158,102 @@ def _blocks_html(s: Section) -> list[str]:
     return out
 
 
+_WARNING_RANK = {
+    **dict.fromkeys(("bag_failed", "confusion_empty", "unmapped_ground_truth", "unmapped_detections", "error",
+                     "perfect_perception_included", "rollouts_overlap", "requirement_not_evaluated", "no_results",
+                     "pcd_failed", "chain_skipped", "returns_explained", "bbsl_image_size", "no_verdicts"), 0),
+    **dict.fromkeys(("thin_columns", "pcd_zero_share", "pcd_grid_jump", "pcd_bootstrap_groups", "untracked_objects",
+                     "perfect_perception_excluded", "monitored_excluded"), 2),
+}
+"""Which warnings reach the first screen: 0 = changes what a verdict means, 2 = a statistical note, else 1."""
+
+
+@dataclass(frozen=True)
+class ReportWarning:
+    """One warning of the report: which analysis raised it, its stable code and the text."""
+
+    analysis: str
+    code: str
+    message: str
+
+    @property
+    def text(self) -> str:
+        return f"[{self.analysis}] {self.message}"
+
+
+def top_warnings(items: Sequence[ReportWarning], k: int = 3) -> list[ReportWarning]:
+    """The ``k`` most important warnings, one per kind (code): by rank, then in the order raised."""
+    seen: set[str] = set()
+    out = []
+    for w in sorted(items, key=lambda w: _WARNING_RANK.get(w.code, 1)):
+        if w.code not in seen:
+            seen.add(w.code)
+            out.append(w)
+    return out[:k]
+
+
+def _short(text: str, n: int = 220) -> str:
+    return text if len(text) <= n else text[: n - 1].rsplit(" ", 1)[0] + " …"
+
+
+def warnings_html(items: Sequence[ReportWarning]) -> list[str]:
+    """Warnings grouped by kind: one line per (analysis, code) with its count; the full texts behind a fold."""
+    groups: dict[tuple[str, str], list[ReportWarning]] = {}
+    for w in items:
+        groups.setdefault((w.analysis, w.code), []).append(w)
+    out = ["<ul class='warn'>"]
+    for (analysis, code), ws in groups.items():
+        first = html.escape(_short(ws[0].message))
+        count = f" <b>({len(ws)} warnings of this kind)</b>" if len(ws) > 1 else ""
+        full = len(ws) > 1 or len(ws[0].message) > 220
+        line = f"[{html.escape(analysis)}] {first}{count}"
+        if full:
+            body = "".join(f"<li>{html.escape(w.message)}</li>" for w in ws)
+            line += f"<details class='ev'><summary>all {len(ws)} in full ({html.escape(code)})</summary><ul>{body}</ul>"
+            line += "</details>"
+        out.append(f"<li>{line}</li>")
+    out.append("</ul>")
+    return out
+
+
+@dataclass(frozen=True)
+class Picture:
+    """An embedded JPEG with the alt text that says what it shows and a caption."""
+
+    jpeg: bytes
+    alt: str
+    caption: str = ""
+
+    def html(self) -> str:
+        data = base64.b64encode(self.jpeg).decode("ascii")
+        cap = f"<figcaption>{html.escape(self.caption or self.alt)}</figcaption>"
+        return f"<figure><img alt='{html.escape(self.alt)}' src='data:image/jpeg;base64,{data}'>{cap}</figure>"
+
+
 @dataclass
 class Report:
-    """The report under construction; `render` gives the HTML text, `write` the file."""
+    """The report under construction; `render` gives the HTML text, `write` the file.
+
+    Layout: the decision first (overall verdict, the requirement table of ``lead``, the three most important
+    warnings, pictures of the worst failures), then every other part folded (warnings grouped by kind, summary
+    cards, one fold per section, configuration and inputs).
+    """
 
     title: str
     subtitle: str = ""
     summary: list[Metric] = field(default_factory=list)
     summary_notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    warning_items: list[ReportWarning] = field(default_factory=list)
     sections: list[Section] = field(default_factory=list)
     lead: list[Section] = field(default_factory=list)
-    """Sections shown first, before warnings and summary (the requirement verdicts)."""
+    """Sections shown first, in the decision box (the requirement verdicts)."""
+    verdict: str = ""
+    """Overall verdict (PASS, FAIL, ...; empty: no requirements, no verdict line)."""
+    verdict_text: str = ""
+    failures: list[Picture] = field(default_factory=list)
+    """Thumbnails of the worst failures, shown in the decision box."""
+    failures_note: str = ""
     config_text: str = ""
     inputs: list[Any] = field(default_factory=list)
     """One entry per input: a path, or a row of ``input_header`` columns (path, role, hash, ...)."""
@@ -145,6 +266,39 @@ class Report:
         self.sections.append(s)
         return s
 
+    def add_warning(self, analysis: str, message: str, code: str = "warning") -> None:
+        self.warning_items.append(ReportWarning(analysis, code, message))
+        self.warnings.append(f"[{analysis}] {message}")
+
+    def _warning_list(self) -> list[ReportWarning]:
+        known = {w.text for w in self.warning_items}
+        return self.warning_items + [ReportWarning("", "warning", w) for w in self.warnings if w not in known]
+
+    def _decision(self) -> list[str]:
+        css = html.escape(self.verdict)
+        out = [f"<section class='decision {css}' id='decision'>"]
+        if self.verdict or self.verdict_text:
+            out.append(f"<div class='verdict {css}'>{html.escape(self.verdict)} <span class='note'>"
+                       f"{html.escape(self.verdict_text)}</span></div>")
+        for i, s in enumerate(self.lead):
+            out.append(f"<h3 id='lead{i}'>{html.escape(s.title)}</h3>")
+            out += _blocks_html(s)
+        if self.failures or self.failures_note:
+            out.append("<h3>Worst failures</h3><div class='thumbs'>")
+            out += [p.html() for p in self.failures]
+            out.append("</div>")
+            if self.failures_note:
+                out.append(f"<p class='note'>{html.escape(self.failures_note)}</p>")
+        top = top_warnings(self._warning_list())
+        if top:
+            more = len(self._warning_list()) - len(top)
+            out.append("<h3>Most important warnings</h3><ol class='warn'>")
+            out += [f"<li>{html.escape(_short(w.text, 300))}</li>" for w in top]
+            out.append(f"</ol><p class='note'>{more} more under <a href='#warnings'>Warnings</a>.</p>" if more > 0
+                       else "</ol>")
+        out.append("</section>")
+        return out
+
     def render(self) -> str:
         out = [
             "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -155,14 +309,16 @@ class Report:
             out.append(f"<p class='sub'>{html.escape(self.subtitle)}</p>")
         if self.header:
             out.append("<div class='prov'>" + "<br>".join(html.escape(h) for h in self.header) + "</div>")
-        for i, s in enumerate(self.lead):
-            out.append(f"<h2 id='lead{i}'>{html.escape(s.title)}</h2>")
-            out += _blocks_html(s)
-        if self.warnings:
-            out.append(f"<h2 id='warnings'>Warnings ({len(self.warnings)})</h2><ul class='warn'>")
-            out += [f"<li>{html.escape(w)}</li>" for w in self.warnings]
-            out.append("</ul>")
-        out.append("<h2 id='summary'>Summary</h2><div class='cards'>")
+        if self.lead or self.verdict or self.failures:
+            out += self._decision()
+        warnings = self._warning_list()
+        if warnings:
+            kinds = len({(w.analysis, w.code) for w in warnings})
+            out.append(f"<details class='sec' id='warnings'><summary><h2>Warnings ({len(warnings)})</h2> "
+                       f"<span class='note'>{kinds} kind(s)</span></summary>")
+            out += warnings_html(warnings)
+            out.append("</details>")
+        out.append("<details class='sec' id='summary'><summary><h2>Summary</h2></summary><div class='cards'>")
         for m in self.summary:
             unit = f" {html.escape(m.unit)}" if m.unit else ""
             n = f"<div class='n'>{html.escape(m.samples)}</div>" if m.samples else ""
@@ -172,16 +328,12 @@ class Report:
             )
         out.append("</div>")
         out += [f"<p class='note'>{html.escape(n)}</p>" for n in self.summary_notes]
-        if self.sections:
-            out.append(
-                "<p>Sections: "
-                + " · ".join(f"<a href='#s{i}'>{html.escape(s.title)}</a>" for i, s in enumerate(self.sections))
-                + "</p>"
-            )
+        out.append("</details>")
         for i, s in enumerate(self.sections):
-            out.append(f"<h2 id='s{i}'>{html.escape(s.title)}</h2>")
+            out.append(f"<details class='sec' id='s{i}'><summary><h2>{html.escape(s.title)}</h2></summary>")
             out += _blocks_html(s)
-        out.append("<h2 id='inputs'>Configuration and inputs</h2>")
+            out.append("</details>")
+        out.append("<details class='sec' id='inputs'><summary><h2>Configuration and inputs</h2></summary>")
         if self.input_header:
             head = "".join(f"<th>{html.escape(h)}</th>" for h in self.input_header)
             body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in r) + "</tr>" for r in self.inputs)
@@ -190,7 +342,7 @@ class Report:
         else:
             items = "".join(f"<li>{html.escape(str(p))}</li>" for p in self.inputs)
             out.append(f"<h3>Inputs</h3><ul>{items}</ul>")
-        out.append(f"<h3>Configuration</h3><pre>{html.escape(self.config_text)}</pre>")
+        out.append(f"<h3>Configuration</h3><pre>{html.escape(self.config_text)}</pre></details>")
         out.append("</body></html>")
         return "\n".join(out)
 

@@ -1,6 +1,8 @@
 """What the monitors see, drawn on the camera frame: detections, stop/warning/danger regions, the plausibility
-monitor's tracks and ghosts, and each monitor's verdict. One drawing for the node's ``~/overlay`` topic and for
-``perception-safety render`` (a bag to a video), so a reviewer watches exactly what the node would publish.
+monitor's tracks and ghosts, each monitor's verdict and a legend. With ground truth in the frame, its boxes too,
+matched one-to-one to the detections (`core.match_boxes`): missed objects and false detections are marked.
+One drawing for the node's ``~/overlay`` topic, for ``perception-safety render`` (a bag to a video) and for the
+report's evidence thumbnails, so a reviewer watches exactly what the node would publish.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from dataclasses import dataclass, field
 import cv2
 import numpy as np
 
+from perception_safety.core.matching import match_boxes
 from perception_safety.core.types import Frame
 from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.monitors.config import MonitorsConfig
@@ -23,6 +26,10 @@ WATCHED = (0, 220, 255)
 OTHER = (60, 220, 60)
 GHOST = (255, 0, 255)
 TRACK = (200, 200, 200)
+TRUTH = (255, 255, 255)
+MISSED = (255, 40, 40)
+MATCHED = (60, 220, 60)
+FALSE_DET = (255, 110, 200)
 LEVEL_COLOURS = {Level.OK: (40, 180, 40), Level.WARN: (240, 190, 0), Level.ERROR: (230, 30, 30),
                  Level.STALE: (140, 140, 140)}
 FONT = cv2.FONT_HERSHEY_SIMPLEX
@@ -62,7 +69,7 @@ def _scale(h: int) -> tuple[float, int]:
 def _label(img: np.ndarray, text: str, x: float, y: float, colour: tuple[int, int, int], scale: float,
            thick: int) -> None:
     (tw, th), base = cv2.getTextSize(text, FONT, scale, thick)
-    x0, y0 = int(max(0, x)), int(max(th + base, y))
+    x0, y0 = int(max(0, min(x, img.shape[1] - tw))), int(max(th + base, y))
     cv2.rectangle(img, (x0, y0 - th - base), (x0 + tw, y0), (0, 0, 0), -1)
     cv2.putText(img, text, (x0, y0 - base), FONT, scale, colour, thick, cv2.LINE_AA)
 
@@ -82,6 +89,73 @@ def _outlines(frame: Frame, config: MonitorsConfig, img: np.ndarray) -> dict[str
     return region_outlines(config, camera, frame.ego.speed if frame.ego is not None else None)[0]
 
 
+@dataclass(frozen=True)
+class TruthStyle:
+    """How detections are matched to the frame's ground truth for the markers (the evaluation's rule)."""
+
+    iou_threshold: float = 0.5
+    class_aware: bool = False
+
+
+def _draw_truth(img: np.ndarray, frame: Frame, style: TruthStyle, scale: float, thick: int) -> set[str]:
+    """Ground truth (white; missed: red, with its distance), detections matched (green) or false (pink)."""
+    m = match_boxes(frame.detection_boxes(), frame.ground_truth_boxes(), style.iou_threshold,
+                    [d.class_id for d in frame.detections], [g.class_id for g in frame.ground_truth], style.class_aware)
+    hit = m.detection_for_gt()
+    shown = {"ground truth"}
+    for i, g in enumerate(frame.ground_truth):
+        b = g.box.as_tuple()
+        if hit[i] < 0:
+            _box(img, b, MISSED, thick * 2)
+            _label(img, f"MISSED {g.class_id} {g.distance:.1f} m", b[0], b[3] + 16 * scale, MISSED, scale * 0.8, 1)
+            shown.add("missed")
+        else:
+            _box(img, (b[0] - thick, b[1] - thick, b[2] + thick, b[3] + thick), TRUTH, 1)
+            _label(img, f"{g.distance:.1f} m", b[0], b[3] + 16 * scale, TRUTH, scale * 0.7, 1)
+    false = set(m.unmatched_detections.tolist())
+    for k, d in enumerate(frame.detections):
+        b = d.box.as_tuple()
+        colour = FALSE_DET if k in false else MATCHED
+        _box(img, b, colour, thick)
+        _label(img, f"{'FALSE ' if k in false else ''}{d.class_id} {d.score:.2f}", b[0], b[1] - 2, colour,
+               scale * 0.8, 1)
+    shown |= {"false detection"} if false else set()
+    shown |= {"matched detection"} if len(false) < len(frame.detections) else set()
+    return shown
+
+
+LEGEND = {
+    "ground truth": TRUTH,
+    "missed": MISSED,
+    "matched detection": MATCHED,
+    "false detection": FALSE_DET,
+    "detection (watched class)": WATCHED,
+    "detection (other class)": OTHER,
+    "ghost (plausibility)": GHOST,
+    "track": TRACK,
+    "warning region": WARNING_FILL,
+    "danger region": DANGER,
+    "stop region": STOP,
+}
+
+
+def draw_legend(img: np.ndarray, entries: Sequence[str], scale: float) -> None:
+    """A box of colour swatches and names at the bottom right (only what the picture shows)."""
+    if not entries:
+        return
+    s = scale * 0.7
+    (tw, th), base = cv2.getTextSize(max(entries, key=len), FONT, s, 1)
+    line = th + base + 4
+    w, h = tw + 3 * line // 2 + 12, line * len(entries) + 8
+    x0, y0 = img.shape[1] - w - 4, img.shape[0] - h - 4
+    sub = img[y0:y0 + h, x0:x0 + w]
+    sub[:] = (sub * 0.35).astype(np.uint8)
+    for i, name in enumerate(entries):
+        y = y0 + 6 + i * line
+        cv2.rectangle(img, (x0 + 6, y + 2), (x0 + 6 + line - 6, y + line - 4), LEGEND[name], -1)
+        cv2.putText(img, name, (x0 + line + 6, y + th + 1), FONT, s, (255, 255, 255), 1, cv2.LINE_AA)
+
+
 def draw_overlay(
     frame: Frame,
     results: Sequence[MonitorResult],
@@ -89,8 +163,17 @@ def draw_overlay(
     state: OverlayState | None = None,
     stop: bool | None = None,
     size: tuple[int, int] = (1280, 720),
+    truth: TruthStyle | None = TruthStyle(),
+    legend: bool = True,
+    text_scale: float = 1.0,
 ) -> np.ndarray:
-    """An HxWx3 RGB uint8 picture of one frame's monitoring (the frame's image, or grey ``size`` without one)."""
+    """An HxWx3 RGB uint8 picture of one frame's monitoring (the frame's image, or grey ``size`` without one).
+
+    ``text_scale`` enlarges labels and lines (for a picture that will be shown scaled down, e.g. a thumbnail).
+
+    With ``truth`` and ground truth in the frame, detections are drawn as matched/false and objects as found/missed;
+    otherwise detections are coloured by whether the monitors watch their class.
+    """
     state = state or OverlayState()
     if frame.image is not None:
         img = np.ascontiguousarray(frame.image if frame.image.ndim == 3 else np.repeat(frame.image[..., None], 3, 2))
@@ -99,6 +182,7 @@ def draw_overlay(
         img = np.full((size[1], size[0], 3), 64, np.uint8)
     h = img.shape[0]
     scale, thick = _scale(h)
+    scale, thick = scale * text_scale, max(1, round(thick * text_scale))
     # regions (resolved for this image and camera): warning translucent, danger and stop region outlined
     outlines = _outlines(frame, config, img)
     if "warning" in outlines:
@@ -114,17 +198,27 @@ def draw_overlay(
     from perception_safety.core.labels import LabelMatcher
 
     watched = LabelMatcher(config.plausibility.watched_classes + config.stop_region.watched_classes)
+    shown = [f"{name} region" for name in ("warning", "danger", "stop") if name in outlines]
     for tb, tid, ok in zip(state.tracks, state.track_ids, state.track_explained, strict=True):
         _box(img, tb, TRACK, 1)
         _label(img, f"#{int(tid)}{'' if ok else ' ?'}", tb[0], tb[3] + 14 * scale, TRACK, scale * 0.8, 1)
-    for d in frame.detections:
-        colour = WATCHED if watched(d.class_id) else OTHER
-        b = d.box.as_tuple()
-        _box(img, b, colour, thick)
-        _label(img, f"{d.class_id} {d.score:.2f}", b[0], b[1] - 2, colour, scale * 0.8, 1)
+    shown += ["track"] if len(state.tracks) else []
+    if truth is not None and frame.ground_truth:
+        marks = _draw_truth(img, frame, truth, scale, thick)
+        shown = [k for k in LEGEND if k in marks] + shown
+    else:
+        for d in frame.detections:
+            colour = WATCHED if watched(d.class_id) else OTHER
+            b = d.box.as_tuple()
+            _box(img, b, colour, thick)
+            _label(img, f"{d.class_id} {d.score:.2f}", b[0], b[1] - 2, colour, scale * 0.8, 1)
+        kinds = {"detection (watched class)" if watched(d.class_id) else "detection (other class)"
+                 for d in frame.detections}
+        shown = [k for k in LEGEND if k in kinds] + shown
     for g in state.ghosts:
         _box(img, g, GHOST, thick * 2)
         _label(img, "GHOST", g[0], g[3] + 30 * scale, GHOST, scale, thick)
+    shown += ["ghost (plausibility)"] if len(state.ghosts) else []
     # verdict panel, top left: one line per monitor
     y = 2.0
     (_, line_h), line_base = cv2.getTextSize("Ag", FONT, scale, thick)
@@ -141,4 +235,6 @@ def draw_overlay(
         _label(img, text, img.shape[1] - tw - 6, 34 * scale + 6, DANGER if stop else LEVEL_COLOURS[Level.OK],
                scale * 1.6, thick + 1)
     _label(img, f"t = {frame.stamp_ns / 1e9:.3f} s", 4, h - 4, (255, 255, 255), scale * 0.8, 1)
+    if legend:
+        draw_legend(img, shown, scale)
     return img

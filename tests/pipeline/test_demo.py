@@ -47,6 +47,13 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     assert "PCD 'pedestrian'" in printed and "hurdle" in printed and "95 % CI" in printed  # (the table wraps)
     # The shipped requirements: some fail on the simulated detector, visibly, and the demo still exits 0.
     assert res["requirements"]["failed"] > 0 and "requirements: FAIL" in printed
+    # The first screen: the verdict and pictures of the worst failures, each saying what it shows.
+    page = (out / "evaluation" / "report.html").read_text()
+    decision = page[page.index("id='decision'"):page.index("</section>")]
+    assert "FAIL" in decision and "Worst failures" in decision
+    assert re.search(r"alt='missed pedestrian at \d+\.\d m, episode 00\d-[^']+, t = \d+\.\d\d s' "
+                     r"src='data:image/jpeg;base64,", decision)
+    assert page.index("id='decision'") < page.index("id='warnings'") < page.index("id='s0'")
     # A second run reuses the finished episodes (resume) and gives the same results.json, byte for byte, except
     # the run's date in the provenance block (the only value that may change; the commit and hashes may not).
     first = (out / "evaluation" / "results.json").read_text()

@@ -71,3 +71,21 @@ def test_render_writes_a_video_with_one_frame_per_bag_frame(tmp_path):
     assert n == 12
     assert sorted(p.name for p in (tmp_path / "png").iterdir()) == ["frame_00000.png", "frame_00005.png",
                                                                      "frame_00010.png"]
+
+
+def test_ground_truth_is_matched_and_misses_and_false_detections_are_marked_with_a_legend():
+    from perception_safety.core.types import GroundTruthObject
+    from perception_safety.report.overlay import FALSE_DET, MATCHED, MISSED, TRUTH
+
+    black = np.zeros((H, W, 3), np.uint8)
+    found = GroundTruthObject(Box(20, 20, 60, 100), "pedestrian", 8.0)
+    missed = GroundTruthObject(Box(230, 20, 270, 90), "pedestrian", 5.0)
+    dets = (Detection(Box(21, 21, 60, 100), "pedestrian", 0.9), Detection(Box(150, 10, 170, 40), "pedestrian", 0.6))
+    frame = Frame(0, dets, (found, missed), image=black)
+    img = draw_overlay(frame, [], MonitorsConfig(plausibility={"enabled": False}, stop_region={"enabled": False}))
+    assert _has(img, 60, 19, 23, MATCHED)     # the found object's detection: green
+    assert _has(img, 60, 17, 20, TRUTH)       # its ground truth: white, just outside
+    assert _has(img, 55, 228, 233, MISSED)    # the missed object: red box at x = 230
+    assert _has(img, 30, 148, 153, FALSE_DET)  # the detection matching nothing: pink
+    legend = img[H - 60:, W - 120:]
+    assert (legend == np.array(MISSED, np.uint8)).all(axis=2).sum() > 10  # the legend's swatch of 'missed'

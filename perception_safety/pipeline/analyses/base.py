@@ -26,7 +26,7 @@ class Evaluation:
         entry = {"analysis": analysis, "code": code or "warning", "message": message}
         if entry not in self.warnings:
             self.warnings.append(entry)
-            self.report.warnings.append(f"[{analysis}] {message}")
+            self.report.add_warning(analysis, message, entry["code"])
 
 
 def pct(v: float | None) -> str:

@@ -72,6 +72,11 @@ def colour_cards(ev: Evaluation, reqs: Sequence[RequirementBase], verdicts: Sequ
             summary_cards.append(Metric(v.label, value, "", f"{v.status}: {v.bound} {v.op} {v.threshold:g}", css))
 
 
+def run_frames(ev: Evaluation) -> int:
+    """Frames the run read (all inputs)."""
+    return int(ev.results.get("frames", 0))
+
+
 def run(ev: Evaluation, cfg: EvaluateConfig) -> None:
     reqs = cfg.requirements
     if not reqs:
@@ -82,33 +87,35 @@ def run(ev: Evaluation, cfg: EvaluateConfig) -> None:
     sec = ev.report.section("Requirements")
     ev.report.sections.remove(sec)
     ev.report.lead.append(sec)
-    sec.text(
-        f"Overall: {block['overall']} — {block['passed']} passed, {block['failed']} failed, "
-        f"{block['inconclusive']} inconclusive, {block['not_evaluated']} not evaluated. 'lower'/'upper' compare the "
-        f"end of the two-sided interval at {100 * (1 - cfg.confusion.alpha):g} % (rates: cluster-aware with the "
-        "episode as the unit when the data carry episodes, else Clopper-Pearson); a number resting on fewer than "
-        f"{cfg.confusion.min_clusters} episodes is INCONCLUSIVE and one not computed in this run NOT EVALUATED, "
-        "never PASS. `evaluate --check` exits 3 unless all pass.",
-        "warn" if block["overall"] != PASS else "",
-    )
+    frames = run_frames(ev)
     rows = [
         [
             v.status,
             v.label,
-            v.bound,
-            _fmt(v.value),
-            f"{v.op} {v.threshold:g}",
             _fmt(v.point),
             f"[{_fmt(v.lower)}, {_fmt(v.upper)}]",
+            f"{v.bound} {v.op} {v.threshold:g}",
             "–" if v.n is None else v.n,
+            frames,
             "–" if v.clusters is None else v.clusters,
             v.detail,
         ]
         for v in verdicts
     ]
     sec.table(
-        ["verdict", "requirement", "bound", "measured", "required", "estimate", "interval", "n", "episodes", "where"],
+        ["verdict", "requirement", "point", "interval", "required", "n", "frames read", "episodes", "where"],
         rows,
+    )
+    sec.text(
+        f"Overall: {block['overall']} — {block['passed']} passed, {block['failed']} failed, "
+        f"{block['inconclusive']} inconclusive, {block['not_evaluated']} not evaluated. point = the estimate; "
+        f"'lower'/'upper' compare that end of the two-sided interval at {100 * (1 - cfg.confusion.alpha):g} % "
+        "(rates: cluster-aware with the episode as the unit when the data carry episodes, else Clopper-Pearson) with "
+        "the required bound; n = samples behind the number, episodes = its clusters ('–': no cluster information), "
+        f"frames read = the whole run's. A number resting on fewer than {cfg.confusion.min_clusters} episodes is "
+        "INCONCLUSIVE and one not computed in this run NOT EVALUATED, never PASS; `evaluate --check` exits 3 unless "
+        "all pass.",
+        "note",
     )
     for v in verdicts:
         if v.status == NOT_EVALUATED:

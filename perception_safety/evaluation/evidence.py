@@ -1,0 +1,209 @@
+"""Evidence behind the numbers: a bounded set of frame references per confusion cell, failure and alarm.
+
+Every count of the report (a confusion cell, a BBSL failure, a false stop, a monitor alarm) keeps the frames it
+came from, at most ``per_cell`` of them: the most informative first (`FrameRef.priority`, smaller first; ties by
+stamp). The per-bag pass feeds an `EvidenceCollector`; collectors of bags merge (the reduce). The matching is the
+confusion matrices' own (`match_batch` on the same `FrameBatch`), so a reference sits in the cell it was counted in.
+
+Cell keys (stable, used by ``perception-safety frames``):
+``cm:<pred>:<true>@<lo>-<hi>`` class-labeled cell (``pred = empty``: the object was missed);
+``false:<class>`` detection of the class matched to no ground truth; ``false_stop`` / ``missed_stop`` the
+stop-region rule on the detections disagrees with the rule on the ground truth; ``bbsl:<spec>:<expected>-><actual>``
+a failed BBSL test case; ``alarm:<status>`` a frame on which the recorded monitor status raised an alarm.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from perception_safety.core.types import Frame
+from perception_safety.evaluation.confusion.accumulate import match_batch
+from perception_safety.evaluation.confusion.batch import FrameBatch
+from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
+from perception_safety.monitors.config import StopRegionConfig
+from perception_safety.monitors.stop_region import overlapping
+
+DEFAULT_PER_CELL = 20
+
+
+@dataclass(frozen=True)
+class FrameRef:
+    """One frame behind a count: its stamp, what happened there, the object (class, distance, box) it is about."""
+
+    stamp_ns: int
+    kind: str
+    """missed, matched, confused, false_detection, false_stop, missed_stop, bbsl_failure, alarm, collision."""
+    label: str = ""
+    distance_m: float | None = None
+    box: tuple[float, float, float, float] | None = None
+    detail: str = ""
+    priority: float = 0.0
+    """Smaller = more informative (e.g. the distance of a missed object: the nearest first)."""
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["box"] = list(self.box) if self.box is not None else None
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> FrameRef:
+        box = d.get("box")
+        return cls(**{**d, "box": tuple(box) if box is not None else None})  # type: ignore[arg-type]
+
+
+@dataclass
+class EvidenceCollector:
+    """At most ``per_cell`` references per cell key (the smallest ``(priority, stamp)``) and every cell's count."""
+
+    per_cell: int = DEFAULT_PER_CELL
+    counts: dict[str, int] = field(default_factory=dict)
+    _heaps: dict[str, list[tuple[float, int, int, FrameRef]]] = field(default_factory=dict)
+    _seq: int = 0
+
+    def add(self, cell: str, ref: FrameRef) -> None:
+        """Count one occurrence in ``cell`` and keep its reference if it is among the most informative."""
+        self.counts[cell] = self.counts.get(cell, 0) + 1
+        if self.per_cell <= 0:
+            return
+        heap = self._heaps.setdefault(cell, [])
+        self._seq += 1
+        item = (-ref.priority, -ref.stamp_ns, -self._seq, ref)  # max-heap on (priority, stamp): drop the worst
+        if len(heap) < self.per_cell:
+            heapq.heappush(heap, item)
+        elif item[:3] > heap[0][:3]:
+            heapq.heapreplace(heap, item)
+
+    def refs(self, cell: str) -> list[FrameRef]:
+        """The kept references of ``cell``, most informative first."""
+        return [it[3] for it in sorted(self._heaps.get(cell, []), key=lambda it: (-it[0], -it[1], -it[2]))]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "per_cell": self.per_cell,
+            "cells": {
+                k: {"count": n, "refs": [r.to_json() for r in self.refs(k)]} for k, n in sorted(self.counts.items())
+            },
+        }
+
+
+def cell_key(pred: str, true: str, lo: float, hi: float) -> str:
+    """Key of a class-labeled confusion cell (``cm:empty:ped@0-10``)."""
+    return f"cm:{pred}:{true}@{lo:g}-{hi:g}"
+
+
+def _kind(pred: str, true: str, empty: str) -> str:
+    return "missed" if pred == empty else ("matched" if pred == true else "confused")
+
+
+def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: ConfusionConfig) -> None:
+    """References of every class-labeled cell (objects in a distance bin) and of every unmatched detection.
+
+    Priority: errors (missed, confused) nearest first (they matter most to a planner); correct cells farthest first
+    (the hardest objects still found); unmatched detections by score, most confident first.
+    """
+    if not frames:
+        return
+    mapper = ClassMapper(cfg)
+    batch = FrameBatch.from_frames(frames, mapper)
+    gt_match, _ = match_batch(batch, cfg.iou_threshold, cfg.class_aware)
+    names = (*cfg.class_names, cfg.empty_label)
+    edges = np.asarray(cfg.bin_edges, dtype=np.float64)
+    b = np.searchsorted(edges, batch.gt_distances, side="right") - 1
+    gt_frame = np.repeat(np.arange(batch.n_frames), np.diff(batch.gt_offsets))
+    stamps = batch.frame_stamps if batch.frame_stamps is not None else np.array([f.stamp_ns for f in frames])
+    for g in np.flatnonzero((b >= 0) & (b < len(edges) - 1)).tolist():
+        m = int(gt_match[g])
+        pred = names[int(batch.det_classes[m])] if m >= 0 else cfg.empty_label
+        true = names[int(batch.gt_classes[g])]
+        kind = _kind(pred, true, cfg.empty_label)
+        dist = float(batch.gt_distances[g])
+        track = str(batch.gt_tracks[g]) if batch.gt_tracks is not None else ""
+        ref = FrameRef(int(stamps[gt_frame[g]]), kind, true, dist, tuple(batch.gt_boxes[g].tolist()),
+                       f"track {track}" if track else "", dist if kind != "matched" else -dist)
+        col.add(cell_key(pred, true, edges[b[g]], edges[b[g] + 1]), ref)
+    det_used = np.zeros(len(batch.det_boxes), dtype=bool)
+    det_used[gt_match[gt_match >= 0]] = True
+    det_frame = np.repeat(np.arange(batch.n_frames), np.diff(batch.det_offsets))
+    scores = np.array([d.score for f in frames for d in f.detections if mapper(d.class_id) >= 0], dtype=np.float64)
+    for d in np.flatnonzero(~det_used).tolist():
+        cls = names[int(batch.det_classes[d])]
+        score = float(scores[d]) if d < len(scores) else 0.0
+        ref = FrameRef(int(stamps[det_frame[d]]), "false_detection", cls, None, tuple(batch.det_boxes[d].tolist()),
+                       f"score {score:.2f}", -score)
+        col.add(f"false:{cls}", ref)
+
+
+def collect_stops(col: EvidenceCollector, frames: Iterable[Frame], cfg: StopRegionConfig) -> None:
+    """Frames where the stop-region rule on the detections disagrees with the same rule on the ground truth.
+
+    A false stop (detections stop, ground truth does not) is ranked by the detection's score; a missed stop by the
+    nearest ground-truth object in the region.
+    """
+    if not cfg.enabled:
+        return
+    for f in frames:
+        det_boxes = f.detection_boxes()
+        hit_d = overlapping(det_boxes, [d.class_id for d in f.detections], [d.score for d in f.detections], cfg)
+        gt_boxes = f.ground_truth_boxes()
+        hit_g = overlapping(gt_boxes, [g.class_id for g in f.ground_truth], np.ones(len(f.ground_truth)), cfg)
+        if hit_d.size and not hit_g.size:
+            i = max(hit_d.tolist(), key=lambda k: f.detections[k].score)
+            d = f.detections[i]
+            col.add("false_stop", FrameRef(f.stamp_ns, "false_stop", d.class_id, None, d.box.as_tuple(),
+                                           f"{d.class_id} score {d.score:.2f} in the stop region, no object there",
+                                           -d.score))
+        elif hit_g.size and not hit_d.size:
+            i = min(hit_g.tolist(), key=lambda k: f.ground_truth[k].distance)
+            g = f.ground_truth[i]
+            col.add("missed_stop", FrameRef(f.stamp_ns, "missed_stop", g.class_id, g.distance, g.box.as_tuple(),
+                                            "object in the stop region, no detection there", g.distance))
+
+
+def collect_bbsl(col: EvidenceCollector, spec: str, cases: Iterable[Any], frames: Sequence[Frame]) -> None:
+    """Failed BBSL test cases (`bbsl_testing.TestCase` with ``verdict`` False), nearest object first."""
+    by_id = {f.frame_id: f for f in frames}
+    for tc in cases:
+        if tc.verdict:
+            continue
+        f = by_id.get(tc.frame_id)
+        stamp = f.stamp_ns if f is not None else int(str(tc.frame_id).rsplit(":", 1)[-1])
+        gt = f.ground_truth[tc.gt_index] if f is not None and tc.gt_index < len(f.ground_truth) else None
+        expected = " + ".join(tc.expected) or "(no case)"
+        actual = " + ".join(tc.actual) if tc.actual else "(no detection)"
+        dist = gt.distance if gt is not None else None
+        ref = FrameRef(stamp, "bbsl_failure", gt.class_id if gt is not None else "", dist, tuple(tc.gt_box),
+                       f"expected {expected}, detection gives {actual} (IoU {tc.iou:.2f})",
+                       dist if dist is not None else 0.0)
+        col.add(f"bbsl:{spec}:{expected}->{actual}", ref)
+
+
+def collect_alarms(col: EvidenceCollector, name: str, frames: Sequence[Frame],
+                   alarms: Sequence[bool | None]) -> None:
+    """Frames on which the recorded monitor status ``name`` raised an alarm (one verdict per frame, None unknown);
+    the first alarms first, each about the nearest ground-truth object (if any)."""
+    for f, alarm in zip(frames, alarms, strict=True):
+        if not alarm:
+            continue
+        near = min(f.ground_truth, key=lambda g: g.distance) if f.ground_truth else None
+        col.add(f"alarm:{name}", FrameRef(f.stamp_ns, "alarm", near.class_id if near else "",
+                                          near.distance if near else None, near.box.as_tuple() if near else None,
+                                          "no object in the frame" if near is None else "", float(f.stamp_ns) / 1e9))
+
+
+def merge_cells(parts: Sequence[Mapping[str, Any]], per_cell: int) -> dict[str, dict[str, Any]]:
+    """The reduce: cells of several partials (each ``{"cells": {key: {"count", "refs"}}}``), ``refs`` already
+    carrying their bag; the ``per_cell`` most informative of each cell are kept, counts are summed."""
+    out: dict[str, dict[str, Any]] = {}
+    for p in parts:
+        for key, cell in p.get("cells", {}).items():
+            slot = out.setdefault(key, {"count": 0, "refs": []})
+            slot["count"] += int(cell["count"])
+            slot["refs"].extend(cell["refs"])
+    for slot in out.values():
+        slot["refs"] = sorted(slot["refs"], key=lambda r: (r["priority"], r["stamp_ns"], r.get("bag", "")))[:per_cell]
+    return dict(sorted(out.items()))

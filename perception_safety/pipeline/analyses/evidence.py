@@ -1,0 +1,195 @@
+"""Evaluate steps: the evidence section (every confusion cell, failure and alarm linked to its frames) and the
+report's first screen (overall verdict, pictures of the worst failures).
+
+Pictures come from a separate seek-by-stamp pass over a bounded number of frames (`report.thumbnails`); the
+per-bag pass stays image-free. Strips are JPEG files in ``OUT/evidence/`` that the report loads when a strip is
+opened (lazy images inside a fold), so the report itself stays small; the first screen's pictures are embedded.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from perception_safety.io.bag import BagError, BagReadReport, read_frames
+from perception_safety.pipeline.analyses.base import Evaluation
+from perception_safety.pipeline.evaluate import Reduced
+from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.report.html import Picture
+from perception_safety.report.overlay import TruthStyle
+from perception_safety.report.thumbnails import Thumb, alt_text, thumbnails
+
+STRIP = 6
+"""Thumbnails per cell strip (the cell keeps up to ``evaluate.evidence_per_cell`` references in results.json)."""
+LIMIT = 240
+"""Frames the thumbnail pass reads at most (strips and first screen together)."""
+PED_LABELS = ("pedestrian", "person", "ped")
+
+
+def _truth(cfg: EvaluateConfig) -> TruthStyle:
+    return TruthStyle(cfg.confusion.iou_threshold, cfg.confusion.class_aware)
+
+
+def _thumbs(refs: Sequence[Mapping[str, Any]], cfg: EvaluateConfig, width: int) -> list[Thumb]:
+    return thumbnails(refs, cfg.bags.topics, cfg.monitors, _truth(cfg), LIMIT, width, cfg.bags.tolerance_ns)
+
+
+def _cell_order(key: str) -> tuple[int, str]:
+    """Errors first: missed and confused cells, false stops and detections, failures, alarms; correct cells last."""
+    if key.startswith("cm:"):
+        pred, true = key[3:].split("@")[0].split(":", 1)
+        return (0 if pred != true else 5, key)
+    return ({"false_stop": 1, "missed_stop": 1}.get(key, 2 if key.startswith(("false:", "bbsl:")) else 3), key)
+
+
+def anchor(key: str) -> str:
+    """The HTML id of a cell's strip."""
+    return "ev-" + "".join(c if c.isalnum() or c in "-_" else "_" for c in key)
+
+
+def _short(ref: Mapping[str, Any]) -> str:
+    dist = f"{ref['distance_m']:.1f} m · " if ref.get("distance_m") is not None else ""
+    return f"{dist}{ref.get('episode', '?')} · t = {float(ref.get('t_s', 0)):.2f} s"
+
+
+def _strip(key: str, cell: Mapping[str, Any], thumbs: Sequence[Thumb], files: Path, rel: str) -> str:
+    """A fold with the cell's thumbnails (files loaded when the fold opens); the references are in results.json."""
+    figs = []
+    for i, t in enumerate(thumbs):
+        if t.jpeg is None:
+            figs.append(f"<figure><figcaption>{html.escape(_short(t.ref))}: no picture "
+                        f"({html.escape(t.missing)})</figcaption></figure>")
+            continue
+        name = f"{anchor(key)}_{i}.jpg"
+        (files / name).write_bytes(t.jpeg)
+        figs.append(f"<figure><img loading='lazy' alt='{html.escape(t.alt)}' src='{rel}/{name}'>"
+                    f"<figcaption>{html.escape(_short(t.ref))}</figcaption></figure>")
+    return (f"<details class='ev' id='{anchor(key)}'><summary><code>{html.escape(key)}</code>: {cell['count']} "
+            f"occurrence(s), {len(cell['refs'])} referenced, {len(thumbs)} drawn</summary>"
+            f"<div class='thumbs strip'>{''.join(figs)}</div></details>")
+
+
+def _linked_matrices(cells: Mapping[str, Any], classes: Sequence[str], edges: Sequence[float]) -> str:
+    """One small class-labeled matrix per bin whose every non-zero cell links to its strip (rows pred, cols true)."""
+    out = ["<div class='thumbs'>"]
+    for lo, hi in pairwise(edges):
+        keys = {k: c for k, c in cells.items() if k.startswith("cm:") and k.endswith(f"@{lo:g}-{hi:g}")}
+        if not keys:
+            continue
+        head = "".join(f"<th>{html.escape(t)}</th>" for t in classes[:-1])
+        rows = []
+        for p in classes:
+            tds = []
+            for t in classes[:-1]:
+                key = f"cm:{p}:{t}@{lo:g}-{hi:g}"
+                c = keys.get(key)
+                css = " class='err'" if c and p != t else ""
+                tds.append(f"<td{css}><a href='#{anchor(key)}'>{c['count']}</a></td>" if c else "<td>0</td>")
+            rows.append(f"<tr><th>{html.escape(p)}</th>{''.join(tds)}</tr>")
+        out.append(f"<table class='cm'><caption>[{lo:g}, {hi:g}) m: rows predicted, columns true</caption>"
+                   f"<thead><tr><th></th>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
+    """results.json ``evidence`` and the report's evidence section."""
+    block = red.evidence
+    if not block or not block.get("cells"):
+        return
+    ev.results["evidence"] = block
+    cells = block["cells"]
+    sec = ev.report.section("Evidence: the frames behind each count")
+    sec.text(
+        f"Every confusion cell, false detection, false or missed stop, failed BBSL test case and monitor alarm keeps "
+        f"up to {block['per_cell']} frame references (bag, topic, stamp) in results.json ('evidence'), the most "
+        f"informative first; {STRIP} of them are drawn per cell when its strip is opened (white: ground truth, "
+        "red: missed, green: matched detection, pink: false detection). `perception-safety frames RESULTS CELL` "
+        "lists or extracts them; `perception-safety render BAG --frames-of RESULTS CELL` draws exactly those frames.",
+        "note",
+    )
+    classes = [*cfg.confusion.class_names, cfg.confusion.empty_label]
+    sec.html(_linked_matrices(cells, classes, cfg.confusion.bin_edges))
+    files = out / "evidence"
+    files.mkdir(parents=True, exist_ok=True)
+    for old in files.glob("*.jpg"):
+        old.unlink()
+    order = sorted(cells, key=_cell_order)
+    wanted = [(k, cells[k]["refs"][:STRIP]) for k in order]
+    flat = [r for _, refs in wanted for r in refs]
+    pics = iter(_thumbs(flat, cfg, 160))
+    sec.html("".join(_strip(k, cells[k], [next(pics) for _ in refs], files, "evidence") for k, refs in wanted))
+
+
+def _ped_classes(cfg: EvaluateConfig) -> list[str]:
+    from perception_safety.evaluation.confusion.config import ClassMapper
+
+    mapper = ClassMapper(cfg.confusion)
+    names = cfg.confusion.class_names
+    return sorted({names[c] for c in (mapper(lab) for lab in PED_LABELS) if c >= 0})
+
+
+def _collision_refs(ev: Evaluation, cfg: EvaluateConfig) -> list[dict[str, Any]]:
+    """E2 collisions of the perception rollout: the last recorded frame of the episode's perception bag."""
+    per_ep = (((ev.results.get("returns") or {}).get("E2") or {}).get("per_episode")) or {}
+    hit = [ep for ep, d in per_ep.items() if isinstance(d, dict) and (d.get("collided") or {}).get("perception")]
+    bags = {r["conditions"].get("episode"): r["path"] for r in ev.results.get("input_roles", [])
+            if r.get("role") == "perception" and not r.get("excluded")}
+    out = []
+    for ep in hit:
+        bag = bags.get(ep)
+        if bag is None:
+            continue
+        try:
+            frames = list(read_frames(bag, cfg.bags.topics, cfg.bags.tolerance_ns, False, BagReadReport()))
+        except BagError:
+            continue
+        if not frames:
+            continue
+        last = frames[-1]
+        near = min(last.ground_truth, key=lambda g: g.distance) if last.ground_truth else None
+        from perception_safety.pipeline.evidence import image_topic
+
+        out.append({"bag": bag, "topic": image_topic(bag, cfg.bags.topics), "stamp_ns": last.stamp_ns,
+                    "episode": ep, "t_s": round((last.stamp_ns - frames[0].stamp_ns) / 1e9, 3), "kind": "collision",
+                    "label": near.class_id if near else "", "distance_m": near.distance if near else None,
+                    "box": list(near.box.as_tuple()) if near else None, "detail": "E2 collision of f", "priority": 0})
+    return out
+
+
+def first_screen(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
+    """Overall verdict and the worst failures with pictures: nearest missed pedestrians, false stops, collisions."""
+    req = ev.results.get("requirements")
+    if isinstance(req, dict):
+        ev.report.verdict = str(req.get("overall", ""))
+        ev.report.verdict_text = (f"{req.get('passed', 0)} passed, {req.get('failed', 0)} failed, "
+                                  f"{req.get('not_evaluated', 0)} not evaluated")
+    cells = (red.evidence or {}).get("cells", {})
+    peds = _ped_classes(cfg)
+    missed = sorted((r for k, c in cells.items() if k.startswith("cm:" + cfg.confusion.empty_label + ":")
+                     and k.split(":")[2].split("@")[0] in peds for r in c["refs"]),
+                    key=lambda r: (r["distance_m"], r["stamp_ns"]))
+    picked: list[dict[str, Any]] = []
+    for r in missed:  # one per episode: the nearest miss of each
+        if len(picked) < 3 and r["episode"] not in {p["episode"] for p in picked}:
+            picked.append(r)
+    picked += cells.get("false_stop", {}).get("refs", [])[:2]
+    picked += _collision_refs(ev, cfg)[:3]
+    if not picked:
+        ev.report.failures_note = "No missed pedestrian, false stop or collision with a recorded frame in this run."
+        return
+    thumbs = _thumbs(picked, cfg, 240)
+    ev.report.failures = [Picture(t.jpeg, t.alt) for t in thumbs if t.jpeg is not None]
+    lost = [f"{t.alt}: {t.missing}" for t in thumbs if t.jpeg is None]
+    counts = {k: cells.get(k, {}).get("count", 0) for k in ("false_stop", "missed_stop")}
+    n_missed = sum(c["count"] for k, c in cells.items() if k.startswith("cm:" + cfg.confusion.empty_label + ":")
+                   and k.split(":")[2].split("@")[0] in peds)
+    ev.report.failures_note = (
+        f"Missed pedestrians (nearest of each episode) of {n_missed} missed in all, false stops of "
+        f"{counts['false_stop']} (and {counts['missed_stop']} missed stops), E2 collisions of the perception "
+        "rollout (its last recorded frame). White: ground truth, red: missed, green: matched, pink: false detection. "
+        "Every cell's frames: Evidence section." + (f" Without picture: {'; '.join(lost)}." if lost else ""))
+    ev.results.setdefault("evidence", {})["first_screen"] = [{**r, "alt": alt_text(r)} for r in picked]

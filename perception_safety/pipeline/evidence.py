@@ -1,0 +1,75 @@
+"""Frame references of the per-bag pass (`evaluation.evidence`): map per bag, reduce over bags, results block.
+
+Each reference names its frame as (bag, image topic, stamp) plus the episode and the time into the bag, so the
+report, ``perception-safety frames`` and ``render --frames`` can find the picture again by seeking that stamp.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from perception_safety.core.types import Frame
+from perception_safety.evaluation.bbsl_testing import TestCase
+from perception_safety.evaluation.evidence import (
+    EvidenceCollector,
+    collect_alarms,
+    collect_bbsl,
+    collect_confusion,
+    collect_stops,
+    merge_cells,
+)
+from perception_safety.io.bag import BagError, BagTopics
+from perception_safety.io.bag_inputs import bag_metadata
+from perception_safety.pipeline.bag_pass import EpisodeFrames, episode_entries
+from perception_safety.pipeline.evaluate_config import EvaluateConfig
+
+DEFINITIONS = {
+    "cells": "cm:<pred>:<true>@<lo>-<hi> class-labeled confusion cell (pred 'empty' = missed object); "
+    "false:<class> detection matched to no ground truth; false_stop / missed_stop the stop-region rule on the "
+    "detections disagrees with the rule on the ground truth; bbsl:<spec>:<expected>-><actual> failed BBSL test case; "
+    "alarm:<status> frame on which the recorded monitor status (verification.monitor_loop.status) alarmed",
+    "refs": "at most per_cell frames per cell, most informative first: errors nearest object first, correct "
+    "detections farthest first, false detections / false stops highest score first, alarms earliest first",
+    "frame": "bag (folder), topic (image topic), stamp_ns (header stamp), t_s (seconds since the bag's first frame)",
+}
+
+
+def image_topic(bag: str | Path, topics: BagTopics) -> str:
+    """The bag's image topic: ``topics.image`` or its ``/compressed`` transport, whichever is recorded."""
+    try:
+        listed = bag_metadata(Path(bag)).get("topics_with_message_count") or []
+        names = {t["topic_metadata"]["name"] for t in listed}
+    except (BagError, KeyError, TypeError):
+        names = set()
+    compressed = topics.image + "/compressed"
+    return compressed if compressed in names and topics.image not in names else topics.image
+
+
+def evidence_part(ep: EpisodeFrames, cfg: EvaluateConfig,
+                  bbsl: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """One episode's references (JSON), each carrying bag, topic, episode and time. Alarms come from the verdicts
+    the shared pass read (the ``verification.monitor_loop.status`` monitor), so the bag is not read again."""
+    frames = ep.frames
+    col = EvidenceCollector(cfg.evaluate.evidence_per_cell)
+    collect_confusion(col, frames, cfg.confusion)
+    collect_stops(col, frames, cfg.monitors.stop_region)
+    for spec, part in (bbsl or {}).items():
+        collect_bbsl(col, spec, (TestCase(**tc) for tc in part.get("test_cases", [])), frames)
+    if ep.verdicts is not None:
+        collect_alarms(col, cfg.verification.monitor_loop.status, frames, ep.verdicts)
+    doc = col.to_json()
+    topic = image_topic(ep.source, cfg.bags.topics)
+    t0 = min((f.stamp_ns for f in frames), default=0)
+    for cell in doc["cells"].values():
+        for r in cell["refs"]:
+            r.update(bag=ep.source, topic=topic, episode=ep.episode, t_s=round((r["stamp_ns"] - t0) / 1e9, 3))
+    return doc
+
+
+def reduce_evidence(partials: Sequence[Mapping[str, Any]], cfg: EvaluateConfig) -> dict[str, Any]:
+    """The ``evidence`` block of results.json: definitions, the bound per cell and every cell's count and refs."""
+    parts = [ep["evidence"] for _, ep in episode_entries(partials) if "evidence" in ep]
+    per_cell = cfg.evaluate.evidence_per_cell
+    return {"definitions": DEFINITIONS, "per_cell": per_cell, "cells": merge_cells(parts, per_cell)}

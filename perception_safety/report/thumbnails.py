@@ -1,0 +1,119 @@
+"""Thumbnails of referenced frames: the frame seeked by stamp, drawn with the overlay (ground truth, detections,
+matched/missed/false markers, regions), cropped around the object the reference is about, as small JPEGs.
+
+One read of each bag for all of its wanted stamps (`io.frame_seek.frames_at`), and never more than ``limit``
+frames in total, so the cost is bounded whatever the evaluation's size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import cv2
+import numpy as np
+
+from perception_safety.core.types import Frame
+from perception_safety.io.bag import BagError, BagTopics
+from perception_safety.io.frame_seek import frames_at
+from perception_safety.io.image_codec import encode_jpeg
+from perception_safety.monitors.config import MonitorsConfig
+from perception_safety.report.overlay import TruthStyle, draw_overlay
+
+WHAT = {
+    "missed": "missed {label}",
+    "matched": "detected {label}",
+    "confused": "{label} detected as another class",
+    "false_detection": "false detection '{label}'",
+    "false_stop": "false stop ('{label}' detection in the stop region)",
+    "missed_stop": "missed stop ({label} in the stop region)",
+    "bbsl_failure": "BBSL failure on {label}",
+    "alarm": "monitor alarm",
+    "collision": "collision (E2), last frame before it",
+}
+
+
+def alt_text(ref: Mapping[str, Any]) -> str:
+    """What a thumbnail shows, e.g. ``missed ped at 12.3 m, episode 004-crossing, t = 3.20 s``."""
+    label = {"ped": "pedestrian"}.get(str(ref.get("label", "")), str(ref.get("label", "")) or "object")
+    what = WHAT.get(str(ref.get("kind")), str(ref.get("kind"))).format(label=label)
+    where = f" at {ref['distance_m']:.1f} m" if ref.get("distance_m") is not None else ""
+    return f"{what}{where}, episode {ref.get('episode', '?')}, t = {float(ref.get('t_s', 0.0)):.2f} s"
+
+
+THUMB_TEXT = 0.42
+"""OpenCV font scale of a label as seen in the thumbnail (about 9 px high)."""
+
+
+def _window(shape: Sequence[int], box: Sequence[float] | None, aspect: float = 4 / 3,
+            min_h: int = 200) -> tuple[int, int, int, int]:
+    """``(x0, y0, w, h)`` around ``box`` (2.2x its height, at least ``min_h`` px, clipped); the image without."""
+    h, w = int(shape[0]), int(shape[1])
+    if box is None:
+        return 0, 0, w, h
+    cx, cy = (box[0] + box[2]) / 2, (box[1] + box[3]) / 2
+    ch = min(h, max(min_h, 2.2 * (box[3] - box[1])))
+    cw = min(w, ch * aspect)
+    x0 = int(np.clip(cx - cw / 2, 0, w - cw))
+    y0 = int(np.clip(cy - ch / 2, 0, h - ch))
+    return x0, y0, int(cw), int(ch)
+
+
+def draw_reference(frame: Frame, ref: Mapping[str, Any], monitors: MonitorsConfig, truth: TruthStyle,
+                   width: int = 240, crop: bool = True) -> bytes:
+    """JPEG of one referenced frame, drawn and (with ``crop``) cut around the reference's box, ``width`` px wide.
+
+    Labels are drawn at the size they will have in the thumbnail (the overlay's text scaled by the shrink factor).
+    """
+    assert frame.image is not None
+    x0, y0, cw, ch = _window(frame.image.shape, ref.get("box") if crop else None)
+    shrink = cw / width
+    img = draw_overlay(frame, (), monitors, None, None, truth=truth, legend=not crop,
+                       text_scale=max(0.5, shrink * THUMB_TEXT / (0.8 * max(0.3, frame.image.shape[0] / 900))))
+    img = img[y0:y0 + ch, x0:x0 + cw]
+    img = cv2.resize(img, (width, max(1, round(ch / shrink))), interpolation=cv2.INTER_AREA)
+    return encode_jpeg(img, 72)
+
+
+@dataclass(frozen=True)
+class Thumb:
+    """A reference and its picture (None when the bag or the image could not be read: ``missing`` says why)."""
+
+    ref: Mapping[str, Any]
+    jpeg: bytes | None
+    missing: str = ""
+
+    @property
+    def alt(self) -> str:
+        return alt_text(self.ref)
+
+
+def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: MonitorsConfig, truth: TruthStyle,
+               limit: int = 200, width: int = 240, tolerance_ns: int = 0) -> list[Thumb]:
+    """Thumbnails of ``refs`` (at most ``limit`` frames read), in the order given."""
+    by_bag: dict[str, set[int]] = {}
+    for r in refs[:limit]:
+        by_bag.setdefault(str(r["bag"]), set()).add(int(r["stamp_ns"]))
+    frames: dict[tuple[str, int], Frame] = {}
+    errors: dict[str, str] = {}
+    for bag, stamps in by_bag.items():
+        try:
+            got = frames_at(bag, stamps, topics, tolerance_ns)
+        except (BagError, OSError) as exc:
+            errors[bag] = str(exc)
+            continue
+        frames.update({(bag, s): f for s, f in got.items()})
+    out = []
+    for i, r in enumerate(refs):
+        key = (str(r["bag"]), int(r["stamp_ns"]))
+        f = frames.get(key)
+        if i >= limit:
+            out.append(Thumb(r, None, f"beyond the thumbnail limit ({limit})"))
+        elif f is None:
+            out.append(Thumb(r, None, errors.get(key[0], "frame not found in the bag")))
+        elif f.image is None:
+            out.append(Thumb(r, None, "the frame has no image"))
+        else:
+            out.append(Thumb(r, draw_reference(f, r, monitors, truth, width)))
+    return out

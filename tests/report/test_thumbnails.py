@@ -1,0 +1,45 @@
+"""Thumbnails of referenced frames: what the alt text says, and a small JPEG cut around the object."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from perception_safety.core import Box, Frame, GroundTruthObject
+from perception_safety.io.bag import write_frames
+from perception_safety.monitors.config import MonitorsConfig
+from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.report.overlay import MISSED, TruthStyle
+from perception_safety.report.thumbnails import alt_text, draw_reference, thumbnails
+
+
+def test_alt_text_says_what_where_which_episode_and_when():
+    ref = {"kind": "missed", "label": "ped", "distance_m": 12.34, "episode": "004", "t_s": 3.2}
+    assert alt_text(ref) == "missed pedestrian at 12.3 m, episode 004, t = 3.20 s"
+    assert alt_text({"kind": "false_stop", "label": "pedestrian", "episode": "e", "t_s": 1}).startswith("false stop")
+
+
+def _frame() -> Frame:
+    img = np.full((720, 1280, 3), 90, np.uint8)
+    return Frame(0, (), (GroundTruthObject(Box(900, 300, 940, 400), "pedestrian", 9.0),), image=img)
+
+
+def test_the_thumbnail_is_cut_around_the_object_and_marks_it_missed():
+    frame = _frame()
+    jpeg = draw_reference(frame, {"box": [900, 300, 940, 400]}, MonitorsConfig(), TruthStyle(), width=240)
+    img = cv2.cvtColor(cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    assert img.shape[1] == 240 and img.shape[0] == 180  # 4:3 window
+    red = (np.abs(img.astype(int) - np.array(MISSED)).sum(axis=2) < 90).sum()
+    assert red > 200  # the missed object's red box (and label) fill a visible part of the small picture
+
+
+def test_thumbnails_seek_each_bag_once_and_name_what_is_missing(tmp_path):
+    write_frames(tmp_path / "bag", [_frame()], jpeg_quality=90)
+    cfg = EvaluateConfig()
+    refs = [{"bag": str(tmp_path / "bag"), "stamp_ns": 0, "box": [900, 300, 940, 400], "kind": "missed"},
+            {"bag": str(tmp_path / "bag"), "stamp_ns": 99, "kind": "missed"},
+            {"bag": str(tmp_path / "nope"), "stamp_ns": 0, "kind": "missed"}]
+    got = thumbnails(refs, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=10)
+    assert got[0].jpeg is not None and got[0].jpeg[:2] == b"\xff\xd8"
+    assert got[1].jpeg is None and "not found" in got[1].missing
+    assert got[2].jpeg is None and "nope" in got[2].missing
