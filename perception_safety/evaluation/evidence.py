@@ -100,16 +100,18 @@ def _kind(pred: str, true: str, empty: str) -> str:
     return "missed" if pred == empty else ("matched" if pred == true else "confused")
 
 
-def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: ConfusionConfig) -> None:
+def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: ConfusionConfig,
+                      batch: FrameBatch | None = None) -> None:
     """References of every class-labeled cell (objects in a distance bin) and of every unmatched detection.
 
     Priority: errors (missed, confused) nearest first (they matter most to a planner); correct cells farthest first
-    (the hardest objects still found); unmatched detections by score, most confident first.
+    (the hardest objects still found); unmatched detections by score, most confident first. ``batch``: the frames
+    already flattened by the caller (the evaluation's own batch), else built here.
     """
     if not frames:
         return
     mapper = ClassMapper(cfg)
-    batch = FrameBatch.from_frames(frames, mapper)
+    batch = batch if batch is not None else FrameBatch.from_frames(frames, mapper)
     gt_match, _ = match_batch(batch, cfg.iou_threshold, cfg.class_aware)
     names = (*cfg.class_names, cfg.empty_label)
     edges = np.asarray(cfg.bin_edges, dtype=np.float64)

@@ -103,7 +103,7 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
     if cfg.evaluate.evidence_per_cell > 0:
         from perception_safety.pipeline.evidence import evidence_part
 
-        out["evidence"] = evidence_part(ep, cfg, out.get("bbsl"))
+        out["evidence"] = evidence_part(ep, cfg, out.get("bbsl"), batch)
     return out
 
 

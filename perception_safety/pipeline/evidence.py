@@ -10,8 +10,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from perception_safety.core.types import Frame
 from perception_safety.evaluation.bbsl_testing import TestCase
+from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.evidence import (
     EvidenceCollector,
     collect_alarms,
@@ -47,13 +47,13 @@ def image_topic(bag: str | Path, topics: BagTopics) -> str:
     return compressed if compressed in names and topics.image not in names else topics.image
 
 
-def evidence_part(ep: EpisodeFrames, cfg: EvaluateConfig,
-                  bbsl: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def evidence_part(ep: EpisodeFrames, cfg: EvaluateConfig, bbsl: Mapping[str, Mapping[str, Any]] | None = None,
+                  batch: FrameBatch | None = None) -> dict[str, Any]:
     """One episode's references (JSON), each carrying bag, topic, episode and time. Alarms come from the verdicts
     the shared pass read (the ``verification.monitor_loop.status`` monitor), so the bag is not read again."""
     frames = ep.frames
     col = EvidenceCollector(cfg.evaluate.evidence_per_cell)
-    collect_confusion(col, frames, cfg.confusion)
+    collect_confusion(col, frames, cfg.confusion, batch)
     collect_stops(col, frames, cfg.monitors.stop_region)
     for spec, part in (bbsl or {}).items():
         collect_bbsl(col, spec, (TestCase(**tc) for tc in part.get("test_cases", [])), frames)
