@@ -125,7 +125,7 @@ def _cell(value: Any) -> str:
     return html.escape(str(value))
 
 
-_VERDICT_CSS = {"PASS": "good", "FAIL": "bad", "NOT EVALUATED": "na"}
+_VERDICT_CSS = {"PASS": "good", "FAIL": "bad", "NOT EVALUATED": "na", "INCONCLUSIVE": "na"}
 
 
 def _blocks_html(s: Section) -> list[str]:
@@ -161,6 +161,7 @@ def _blocks_html(s: Section) -> list[str]:
 _WARNING_RANK = {
     **dict.fromkeys(("bag_failed", "confusion_empty", "unmapped_ground_truth", "unmapped_detections", "error",
                      "perfect_perception_included", "rollouts_overlap", "requirement_not_evaluated", "no_results",
+                     "requirement_inconclusive",
                      "pcd_failed", "chain_skipped", "returns_explained", "bbsl_image_size", "no_verdicts"), 0),
     **dict.fromkeys(("thin_columns", "pcd_zero_share", "pcd_grid_jump", "pcd_bootstrap_groups", "untracked_objects",
                      "perfect_perception_excluded", "monitored_excluded"), 2),

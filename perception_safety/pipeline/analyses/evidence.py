@@ -166,7 +166,8 @@ def first_screen(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
     if isinstance(req, dict):
         ev.report.verdict = str(req.get("overall", ""))
         ev.report.verdict_text = (f"{req.get('passed', 0)} passed, {req.get('failed', 0)} failed, "
-                                  f"{req.get('not_evaluated', 0)} not evaluated")
+                                  f"{req.get('inconclusive', 0)} inconclusive, {req.get('not_evaluated', 0)} not "
+                                  "evaluated")
     cells = (red.evidence or {}).get("cells", {})
     peds = _ped_classes(cfg)
     missed = sorted((r for k, c in cells.items() if k.startswith("cm:" + cfg.confusion.empty_label + ":")
