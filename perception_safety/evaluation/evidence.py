@@ -25,8 +25,8 @@ from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.accumulate import match_batch
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
-from perception_safety.monitors.config import StopRegionConfig
-from perception_safety.monitors.stop_region import overlapping
+from perception_safety.monitors.config import MonitorsConfig
+from perception_safety.monitors.stop_region import StopRegionMonitor
 
 DEFAULT_PER_CELL = 20
 
@@ -140,30 +140,33 @@ def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: Conf
         col.add(f"false:{cls}", ref)
 
 
-def collect_stops(col: EvidenceCollector, frames: Iterable[Frame], cfg: StopRegionConfig) -> None:
-    """Frames where the stop-region rule on the detections disagrees with the same rule on the ground truth.
+def collect_stops(col: EvidenceCollector, frames: Iterable[Frame], cfg: MonitorsConfig,
+                  image_size: tuple[float, float] | None = None) -> None:
+    """Frames where the stop rule (`StopRegionMonitor`, region or corridor) on the detections disagrees with the
+    same rule on the ground truth.
 
     A false stop (detections stop, ground truth does not) is ranked by the detection's score; a missed stop by the
-    nearest ground-truth object in the region.
+    nearest ground-truth object. ``image_size`` places the region on frames read without image or CameraInfo
+    when the camera mount names no size (evaluate's ``bbsl.image_size``, the size its BBSL stop rule uses).
     """
-    if not cfg.enabled:
+    if not cfg.stop_region.enabled:
         return
+    camera = cfg.camera
+    if camera.image_size is None and image_size is not None:
+        camera = camera.model_copy(update={"image_size": (round(image_size[0]), round(image_size[1]))})
+    on_dets = StopRegionMonitor(cfg.stop_region.model_copy(update={"source": "detections"}), camera)
+    on_truth = StopRegionMonitor(cfg.stop_region.model_copy(update={"source": "ground_truth"}), camera)
     for f in frames:
-        det_boxes = f.detection_boxes()
-        hit_d = overlapping(det_boxes, [d.class_id for d in f.detections], [d.score for d in f.detections], cfg)
-        gt_boxes = f.ground_truth_boxes()
-        hit_g = overlapping(gt_boxes, [g.class_id for g in f.ground_truth], np.ones(len(f.ground_truth)), cfg)
-        if hit_d.size and not hit_g.size:
-            i = max(hit_d.tolist(), key=lambda k: f.detections[k].score)
-            d = f.detections[i]
+        stop_d, stop_g = on_dets.update(f).alarm, on_truth.update(f).alarm
+        if stop_d and not stop_g and f.detections:
+            d = max(f.detections, key=lambda x: x.score)
             col.add("false_stop", FrameRef(f.stamp_ns, "false_stop", d.class_id, None, d.box.as_tuple(),
-                                           f"{d.class_id} score {d.score:.2f} in the stop region, no object there",
-                                           -d.score))
-        elif hit_g.size and not hit_d.size:
-            i = min(hit_g.tolist(), key=lambda k: f.ground_truth[k].distance)
-            g = f.ground_truth[i]
+                                           f"stop on '{d.class_id}' (score {d.score:.2f}); the ground truth gives "
+                                           "no stop", -d.score))
+        elif stop_g and not stop_d and f.ground_truth:
+            g = min(f.ground_truth, key=lambda x: x.distance)
             col.add("missed_stop", FrameRef(f.stamp_ns, "missed_stop", g.class_id, g.distance, g.box.as_tuple(),
-                                            "object in the stop region, no detection there", g.distance))
+                                            "the ground truth stops, the detections do not", g.distance))
 
 
 def collect_bbsl(col: EvidenceCollector, spec: str, cases: Iterable[Any], frames: Sequence[Frame]) -> None:

@@ -54,7 +54,7 @@ def evidence_part(ep: EpisodeFrames, cfg: EvaluateConfig, bbsl: Mapping[str, Map
     frames = ep.frames
     col = EvidenceCollector(cfg.evaluate.evidence_per_cell)
     collect_confusion(col, frames, cfg.confusion, batch)
-    collect_stops(col, frames, cfg.monitors.stop_region)
+    collect_stops(col, frames, cfg.monitors, cfg.bbsl.image_size)
     for spec, part in (bbsl or {}).items():
         collect_bbsl(col, spec, (TestCase(**tc) for tc in part.get("test_cases", [])), frames)
     if ep.verdicts is not None:

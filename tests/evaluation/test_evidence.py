@@ -14,7 +14,7 @@ from perception_safety.evaluation.evidence import (
     collect_stops,
     merge_cells,
 )
-from perception_safety.monitors.config import StopRegionConfig
+from perception_safety.monitors.config import MonitorsConfig
 
 CFG = ConfusionConfig(classes={"ped": ["pedestrian"], "obs": ["car"]}, bin_edges=[0.0, 10.0, 20.0, 30.0])
 
@@ -74,14 +74,17 @@ def test_the_bound_keeps_the_most_informative_and_merge_keeps_it_over_bags():
 
 
 def test_false_and_missed_stops_compare_the_rule_on_detections_with_the_rule_on_truth():
-    region = StopRegionConfig.model_validate({"region": {"left": 100, "top": 100, "width": 100, "height": 100},
-                                              "watched_classes": ["pedestrian"]})
+    region = MonitorsConfig.model_validate({"stop_region": {
+        "region": {"units": "px", "image_size": [640, 360], "left": 100, "top": 100, "width": 100, "height": 100},
+        "watched_classes": ["pedestrian"]}})
+    image = np.zeros((360, 640, 3), np.uint8)
     inside = Box(120, 120, 150, 190)
     frames = [
-        Frame(0, (Detection(inside, "pedestrian", 0.8),), ()),  # a ghost in the region: false stop
-        Frame(1, (), (GroundTruthObject(inside, "pedestrian", 6.0),)),  # nobody seen: missed stop
-        Frame(2, (Detection(inside, "pedestrian", 0.8),), (GroundTruthObject(inside, "pedestrian", 6.0),)),
-        Frame(3, (Detection(Box(0, 0, 20, 20), "pedestrian", 0.8),), ()),  # outside the region: nothing
+        Frame(0, (Detection(inside, "pedestrian", 0.8),), (), image=image),  # a ghost in the region: false stop
+        Frame(1, (), (GroundTruthObject(inside, "pedestrian", 6.0),), image=image),  # nobody seen: missed stop
+        Frame(2, (Detection(inside, "pedestrian", 0.8),), (GroundTruthObject(inside, "pedestrian", 6.0),),
+              image=image),
+        Frame(3, (Detection(Box(0, 0, 20, 20), "pedestrian", 0.8),), (), image=image),  # outside: nothing
     ]
     col = EvidenceCollector()
     collect_stops(col, frames, region)
