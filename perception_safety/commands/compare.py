@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,8 @@ def run(args: argparse.Namespace) -> int:
     write_text((args.out / "compare.json"), json.dumps(doc, indent=1) + "\n")
     compare_report(doc, args.label_a, args.label_b).write(args.out / "compare.html")
     s = doc["summary"]
+    for w in doc.get("warnings", []):
+        print(f"warning [{w['kind']}]: {w['message']}", file=sys.stderr)
     print(
         f"{s['shared']} shared metrics: {args.label_b} better on {s['better']} ({s['significantly_better']} "
         f"significant), worse on {s['worse']} ({s['significantly_worse']} significant); requirements regressed: "

@@ -54,6 +54,11 @@ class Row:
     """True/False when both intervals exist, None when the difference cannot be tested."""
     change: str
     """'better', 'worse' or 'same' for B relative to A ('changed' when no direction is defined)."""
+    test: str = ""
+    """How ``significant`` was decided (disjoint intervals, paired bootstrap over episodes, McNemar)."""
+    diff_interval: tuple[float, float] | None = None
+    """Interval of B - A (paired bootstrap), when the test gives one."""
+    p_value: float | None = None
 
 
 def load_results(run: str | Path) -> dict[str, Any]:
@@ -177,8 +182,12 @@ def _requirements(doc: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 def compare(doc_a: Mapping[str, Any], doc_b: Mapping[str, Any]) -> dict[str, Any]:
     """The comparison document: shared metrics (rows), metrics only in one run, requirements side by side."""
+    from perception_safety.pipeline.compare_checks import differences, pairing
+    from perception_safety.pipeline.compare_paired import apply_paired
+
     ma, mb = metrics_of(doc_a), metrics_of(doc_b)
-    rows = [compare_values(ma[k], mb[k]) for k in ma if k in mb]
+    mode = pairing(doc_a, doc_b)
+    rows = apply_paired([compare_values(ma[k], mb[k]) for k in ma if k in mb], doc_a, doc_b, mode)
     ra, rb = _requirements(doc_a), _requirements(doc_b)
     reqs = []
     for label in dict.fromkeys([*ra, *rb]):
@@ -196,10 +205,16 @@ def compare(doc_a: Mapping[str, Any], doc_b: Mapping[str, Any]) -> dict[str, Any
     worse_sig = [r.key for r in rows if r.change == "worse" and r.significant]
     return {
         "format": COMPARE_FORMAT,
+        "pairing": mode,
+        "warnings": differences(doc_a, doc_b),
         "definitions": {
             "diff": "B - A",
-            "significant": "both runs give an interval and the intervals do not overlap (conservative); null when a "
-            "run has no interval for the metric",
+            "pairing": "paired: both runs read the same inputs (content hashes), so each object was judged by both; "
+            "independent: no input in common; overlapping: some shared (the independent rule is used)",
+            "significant": "paired runs, recall/precision: the 95 % paired-bootstrap interval of B - A over episodes "
+            "excludes 0 (without episodes: McNemar's exact test at the worst-case discordance, p < 0.05); otherwise "
+            "both runs give an interval and the intervals do not overlap (conservative); null when a run has no "
+            "interval for the metric ('test' names the rule of each row)",
             "change": "better/worse for B by the metric's direction (higher recall, precision, PCD, P(phi), pass "
             "rate and SG are better; lower RH, AC, hazard are better)",
         },

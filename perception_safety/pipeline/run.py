@@ -106,6 +106,7 @@ def run_evaluate(
             "format": RESULTS_FORMAT,
             "provenance": prov,
             "inputs": [str(b) for b in bags],
+            "config": cfg.model_dump(mode="json", exclude={"executor", "base_dir"}),
             "input_roles": [
                 {"path": str(b.path), "role": b.role, "named": b.named, "excluded": b.excluded or None,
                  "conditions": dict(b.conditions)}

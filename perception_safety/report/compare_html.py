@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from perception_safety.report.html import Metric, Report
+from perception_safety.report.html import Metric, Report, Section
 
 _MARK = {"better": "better ▲", "worse": "worse ▼", "same": "same", "changed": "changed"}
 
@@ -28,6 +28,40 @@ def _prov_line(label: str, run: Mapping[str, Any]) -> str:
     )
 
 
+def _test_text(r: Mapping[str, Any]) -> str:
+    text = r.get("test") or ""
+    if r.get("diff_interval"):
+        lo, hi = r["diff_interval"]
+        text += f"; B − A in [{lo:+.4g}, {hi:+.4g}]"
+    if r.get("p_value") is not None:
+        text += f"; p = {r['p_value']:.3g}"
+    return text
+
+
+def _regressions(doc: Mapping[str, Any], label_a: str, label_b: str) -> Section:
+    """The first screen: the verdict of the comparison, what regressed, and whether the runs are comparable."""
+    s = doc["summary"]
+    sec = Section("Regressions")
+    pairing = doc.get("pairing", "independent")
+    sec.text(
+        f"{label_b} vs {label_a}: {s['significantly_worse']} metric(s) significantly worse, "
+        f"{len(s['requirements_regressed'])} requirement(s) regressed. The runs are {pairing}"
+        + (" (same inputs: recall/precision tested paired)." if pairing == "paired" else "."),
+        "warn" if s["significantly_worse"] or s["requirements_regressed"] else "",
+    )
+    reg = [q for q in doc.get("requirements", []) if q["regressed"]]
+    worse = [r for r in doc["rows"] if r["change"] == "worse" and r["significant"]]
+    if reg or worse:
+        sec.table(
+            ["what", label_a, label_b, f"{label_b} − {label_a}", "test"],
+            [[f"requirement {q['label']}", q["a"], q["b"], "", "verdict"] for q in reg]
+            + [[r["key"], f"{r['a']:.4g}", f"{r['b']:.4g}", f"{r['diff']:+.4g}", _test_text(r)] for r in worse],
+        )
+    else:
+        sec.text("Nothing regressed significantly.", "note")
+    return sec
+
+
 def compare_report(doc: Mapping[str, Any], label_a: str = "A", label_b: str = "B") -> Report:
     """A `Report` of the comparison document of `pipeline.compare.compare`."""
     s = doc["summary"]
@@ -40,10 +74,10 @@ def compare_report(doc: Mapping[str, Any], label_a: str = "A", label_b: str = "B
             f"{label_b} significantly worse",
             s["significantly_worse"],
             "",
-            "metrics (intervals disjoint)",
+            "metrics (test per row)",
             "bad" if s["significantly_worse"] else "good",
         ),
-        Metric(f"{label_b} significantly better", s["significantly_better"], "", "metrics (intervals disjoint)"),
+        Metric(f"{label_b} significantly better", s["significantly_better"], "", "metrics (test per row)"),
         Metric(f"{label_b} worse / better (any size)", f"{s['worse']} / {s['better']}", "", f"of {s['shared']}"),
         Metric(
             "requirements regressed",
@@ -57,6 +91,9 @@ def compare_report(doc: Mapping[str, Any], label_a: str = "A", label_b: str = "B
         rep.summary_notes.append(f"Exit code {code} (--fail-on {doc.get('fail_on')}).")
     for key, text in doc["definitions"].items():
         rep.summary_notes.append(f"{key}: {text}")
+    for w in doc.get("warnings", []):
+        rep.add_warning("compare", w["message"], f"differs_{w['kind']}")
+    rep.lead.append(_regressions(doc, label_a, label_b))
     reqs = doc.get("requirements", [])
     sec = rep.section("Requirements side by side")
     if reqs:
@@ -96,6 +133,7 @@ def compare_report(doc: Mapping[str, Any], label_a: str = "A", label_b: str = "B
                 f"{label_b} [interval]",
                 f"{label_b} − {label_a}",
                 "significant",
+                "test",
                 f"{label_b} is",
             ],
             [
@@ -105,6 +143,7 @@ def compare_report(doc: Mapping[str, Any], label_a: str = "A", label_b: str = "B
                     _with_interval(r["b"], r["b_interval"], r["b_n"]),
                     f"{r['diff']:+.4g}",
                     {True: "yes", False: "no", None: "no interval"}[r["significant"]],
+                    _test_text(r),
                     _MARK[r["change"]],
                 ]
                 for r in rows

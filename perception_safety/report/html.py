@@ -45,7 +45,8 @@ padding:.4em 0;cursor:pointer}details.sec>summary h2{display:inline;border:0;fon
 .strip figure{width:160px}details.ev{margin:.2em 0}details.ev>summary{cursor:pointer}
 table.cm td a{color:inherit}td.err{background:#ffebe9}.decision table{font-size:.82em;margin:.3em 0}
 .decision td:last-child{text-align:left;color:#57606a}.decision h3{margin:.6em 0 .3em}.decision p{margin:.3em 0}
-.decision ol{margin:.2em 0;font-size:.9em}
+.decision ol{margin:.2em 0;font-size:.9em}.decision td:last-child{font-size:.85em;max-width:360px}
+.decision p.note{font-size:.8em}
 """
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from perception_safety.cli import main
@@ -98,3 +99,55 @@ def test_compare_command_exit_codes(tmp_path, capsys):
 def test_identical_runs_are_the_same_everywhere():
     doc = compare(_results(30, 60, 0.0, "PASS"), _results(30, 60, 0.0, "PASS"))
     assert doc["summary"]["worse"] == doc["summary"]["better"] == 0 and all(r["change"] == "same" for r in doc["rows"])
+
+
+def _clustered(tp_by_episode, gt_by_episode, iou: float, inputs=("h1", "h2")) -> dict:
+    """A results document with per-episode counts of 'ped' (pooled only) and its config and inputs."""
+    tp, gt = np.asarray(tp_by_episode), np.asarray(gt_by_episode)
+    e = len(tp)
+    pooled = np.zeros((e, 2, 2), dtype=int)  # labels [ped, empty]: [e, pred, true]
+    pooled[:, 0, 0], pooled[:, 1, 0] = tp, gt - tp
+    doc = _results(int(tp.sum()), int(gt.sum()), 0.1, "PASS")
+    doc["confusion"].update({
+        "class_labels": ["ped", "empty"], "bin_edges": [[0.0, 100.0]],
+        "clusters": {"unit": "episode", "ids": [f"ep{i}" for i in range(e)], "frames": [10] * e,
+                     "class_cm": pooled[:, None].tolist(), "class_cm_pooled": pooled.tolist(),
+                     "unmatched": np.zeros((e, 2, 1), dtype=int).tolist()},
+    })
+    doc["config"] = {"confusion": {"iou_threshold": iou, "classes": {"ped": ["pedestrian"]}}}
+    doc["provenance"]["inputs"] = [{"path": f"/bags/{h}", "sha256": h, "excluded": None} for h in inputs]
+    return doc
+
+
+def test_same_inputs_are_tested_paired_and_differing_configs_are_named():
+    rng = np.random.default_rng(2)
+    gt = rng.integers(30, 50, 25)
+    tp_a = rng.binomial(gt, rng.uniform(0.5, 0.9, 25))
+    tp_b = np.maximum(0, tp_a - rng.binomial(gt, 0.05))  # B misses a few more in every episode
+    doc = compare(_clustered(tp_a, gt, 0.5), _clustered(tp_b, gt, 0.7))
+    assert doc["pairing"] == "paired"
+    (w,) = [w for w in doc["warnings"] if w["kind"] == "config"]
+    assert "confusion.iou_threshold: 0.5 vs 0.7" in w["message"]
+    row = {r["key"]: r for r in doc["rows"]}["recall 'ped' pooled"]
+    assert row["test"] == "paired bootstrap over episodes" and row["significant"] is True
+    assert row["diff_interval"][1] < 0 and row["change"] == "worse"
+    ia, ib = row["a_interval"], row["b_interval"]
+    assert not (ia[1] < ib[0] or ib[1] < ia[0])  # the disjoint-interval rule would have said "no"
+
+
+def test_other_inputs_are_independent_and_named():
+    doc = compare(_clustered([20, 30], [40, 40], 0.5), _clustered([20, 30], [40, 40], 0.5, inputs=("h1", "h9")))
+    assert doc["pairing"] == "overlapping"
+    (w,) = doc["warnings"]
+    assert w["kind"] == "inputs" and "1 only in A, 1 only in B, 1 shared" in w["message"]
+    row = {r["key"]: r for r in doc["rows"]}["recall 'ped' pooled"]
+    assert row["test"].startswith("disjoint 95 % intervals")
+
+
+def test_paired_without_episodes_uses_mcnemar_at_the_worst_case():
+    a, b = _results(90, 100, 0.1, "PASS"), _results(70, 100, 0.1, "PASS")
+    for d in (a, b):
+        d["provenance"]["inputs"] = [{"path": "/bags/x", "sha256": "hx", "excluded": None}]
+    row = {r["key"]: r for r in compare(a, b)["rows"]}["recall 'ped' pooled"]
+    assert row["test"] == "McNemar exact, worst-case discordance" and row["significant"] is True
+    assert row["p_value"] < 0.05

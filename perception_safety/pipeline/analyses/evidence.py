@@ -160,6 +160,11 @@ def _collision_refs(ev: Evaluation, cfg: EvaluateConfig) -> list[dict[str, Any]]
     return out
 
 
+def _episode_count(ev: Evaluation) -> int:
+    used = [r for r in ev.results.get("input_roles", []) if not r.get("excluded")]
+    return len({(r.get("conditions") or {}).get("episode") or r.get("path") for r in used})
+
+
 def first_screen(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
     """Overall verdict and the worst failures with pictures: nearest missed pedestrians, false stops, collisions."""
     req = ev.results.get("requirements")
@@ -167,7 +172,8 @@ def first_screen(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
         ev.report.verdict = str(req.get("overall", ""))
         ev.report.verdict_text = (f"{req.get('passed', 0)} passed, {req.get('failed', 0)} failed, "
                                   f"{req.get('inconclusive', 0)} inconclusive, {req.get('not_evaluated', 0)} not "
-                                  "evaluated")
+                                  f"evaluated · {ev.results.get('frames', 0)} frames of {_episode_count(ev)} "
+                                  "episode(s) read")
     cells = (red.evidence or {}).get("cells", {})
     peds = _ped_classes(cfg)
     missed = sorted((r for k, c in cells.items() if k.startswith("cm:" + cfg.confusion.empty_label + ":")

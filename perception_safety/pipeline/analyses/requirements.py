@@ -72,6 +72,15 @@ def colour_cards(ev: Evaluation, reqs: Sequence[RequirementBase], verdicts: Sequ
             summary_cards.append(Metric(v.label, value, "", f"{v.status}: {v.bound} {v.op} {v.threshold:g}", css))
 
 
+def _speed(v: Verdict, cfg: EvaluateConfig) -> str:
+    """`` (v0 = 3 cells/step = 8 m/s)`` for a verification requirement at one initial speed, when the model's cell
+    length and time step are known (``verification.plot.step_s``)."""
+    v0, step = v.selectors.get("initial_speed"), cfg.verification.plot.step_s
+    if v.metric != "verification" or v0 is None or not step:
+        return ""
+    return f" (v0 = {v0} cells/step = {v0 * cfg.verification.geometry.cell_length_m / step:.3g} m/s)"
+
+
 def run_frames(ev: Evaluation) -> int:
     """Frames the run read (all inputs)."""
     return int(ev.results.get("frames", 0))
@@ -87,23 +96,21 @@ def run(ev: Evaluation, cfg: EvaluateConfig) -> None:
     sec = ev.report.section("Requirements")
     ev.report.sections.remove(sec)
     ev.report.lead.append(sec)
-    frames = run_frames(ev)
     rows = [
         [
             v.status,
-            v.label,
+            v.label + _speed(v, cfg),
             _fmt(v.point),
             f"[{_fmt(v.lower)}, {_fmt(v.upper)}]",
             f"{v.bound} {v.op} {v.threshold:g}",
             "–" if v.n is None else v.n,
-            frames,
             "–" if v.clusters is None else v.clusters,
             v.detail,
         ]
         for v in verdicts
     ]
     sec.table(
-        ["verdict", "requirement", "point", "interval", "required", "n", "frames read", "episodes", "where"],
+        ["verdict", "requirement", "point", "interval", "required", "n", "episodes", "where"],
         rows,
     )
     sec.text(
@@ -111,9 +118,9 @@ def run(ev: Evaluation, cfg: EvaluateConfig) -> None:
         f"{block['inconclusive']} inconclusive, {block['not_evaluated']} not evaluated. point = the estimate; "
         f"'lower'/'upper' compare that end of the two-sided interval at {100 * (1 - cfg.confusion.alpha):g} % "
         "(rates: cluster-aware with the episode as the unit when the data carry episodes, else Clopper-Pearson) with "
-        "the required bound; n = samples behind the number, episodes = its clusters ('–': no cluster information), "
-        f"frames read = the whole run's. A number resting on fewer than {cfg.confusion.min_clusters} episodes is "
-        "INCONCLUSIVE and one not computed in this run NOT EVALUATED, never PASS; `evaluate --check` exits 3 unless "
+        "the required bound; n = samples behind the number, episodes = its clusters ('–': no cluster information); "
+        f"the run read {run_frames(ev)} frames. A number resting on fewer than {cfg.confusion.min_clusters} episodes "
+        "is INCONCLUSIVE and one not computed in this run NOT EVALUATED, never PASS; `evaluate --check` exits 3 unless "
         "all pass.",
         "note",
     )
