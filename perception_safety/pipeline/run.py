@@ -6,6 +6,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -163,36 +164,62 @@ def run_evaluate(
 
 
 class StepClock:
-    """Wall-clock seconds per named step (`lap` closes the step running since the previous lap)."""
+    """Wall-clock and CPU seconds per named step (`lap` closes the step running since the previous lap).
+
+    CPU is this process's (and its finished workers'): on a shared machine the wall clock measures the load too.
+    """
 
     def __init__(self) -> None:
         self.start = self.last = time.perf_counter()
+        self.cpu_start = self.cpu_last = _cpu_seconds()
         self.seconds: dict[str, float] = {}
+        self.cpu: dict[str, float] = {}
 
     def lap(self, name: str | None = None) -> None:
-        now = time.perf_counter()
+        now, cpu = time.perf_counter(), _cpu_seconds()
         if name is not None:
             self.seconds[f"{name}_s"] = self.seconds.get(f"{name}_s", 0.0) + now - self.last
-        self.last = now
+            self.cpu[f"{name}_s"] = self.cpu.get(f"{name}_s", 0.0) + cpu - self.cpu_last
+        self.last, self.cpu_last = now, cpu
 
     @property
     def total(self) -> float:
         return time.perf_counter() - self.start
 
+    @property
+    def total_cpu(self) -> float:
+        return _cpu_seconds() - self.cpu_start
 
-def timings_block(clock: StepClock) -> dict[str, float | str]:
-    """``results.json["timings"]``: seconds per step and in all (wall clock: they change from run to run)."""
+
+def _cpu_seconds() -> float:
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def timings_block(clock: StepClock) -> dict[str, Any]:
+    """``results.json["timings"]``: wall-clock seconds per step and in all, and the CPU seconds of each (they change
+    from run to run)."""
     steps = {k: round(v, 4) for k, v in clock.seconds.items()}
-    return {**steps, "total_s": round(clock.total, 4), "note": "wall-clock seconds; differ from run to run"}
+    cpu = {k: round(v, 4) for k, v in clock.cpu.items()}
+    return {**steps, "total_s": round(clock.total, 4), "cpu": {**cpu, "total_s": round(clock.total_cpu, 4)},
+            "note": "wall-clock and CPU seconds (this process and its workers); differ from run to run"}
 
 
-def timings_lines(timings: dict[str, float | str]) -> list[str]:
-    """The console table of `--timings`: one line per step with its share of the total."""
+def timings_lines(timings: dict[str, Any]) -> list[str]:
+    """The console table of `--timings`: one line per step, wall clock with its share of the total, and CPU."""
     total = float(timings.get("total_s", 0.0)) or 1.0
-    steps = [(k[:-2], float(v)) for k, v in timings.items() if k.endswith("_s") and k != "total_s"]
-    width = max((len(k) for k, _ in steps), default=5)
-    lines = [f"{k:<{width}}  {v:8.3f} s  {100 * v / total:5.1f} %" for k, v in steps]
-    return [*lines, f"{'total':<{width}}  {total:8.3f} s"]
+    cpu = timings.get("cpu", {})
+    steps = [(k[:-2], float(v), cpu.get(k)) for k, v in timings.items() if k.endswith("_s") and k != "total_s"]
+    width = max((len(k) for k, _, _ in steps), default=5)
+    head = f"{'step':<{width}}  {'wall':>10}  {'share':>7}  {'CPU':>10}"
+    lines = [
+        f"{k:<{width}}  {v:8.3f} s  {100 * v / total:5.1f} %  " + (f"{c:8.3f} s" if c is not None else "")
+        for k, v, c in steps
+    ]
+    tail = f"{'total':<{width}}  {total:8.3f} s  {'':>7}  " + (f"{cpu['total_s']:8.3f} s" if "total_s" in cpu else "")
+    return [head, *lines, tail]
 
 
 def _conditions_text(b: BagInput) -> str:
