@@ -46,7 +46,8 @@ def register(subparsers: Any) -> None:
         "inputs",
         nargs="+",
         metavar="INPUT",
-        help="JSON Lines (.jsonl) or CSV (.csv) dataset, rosbag2 bag (dir or .mcap/.db3) or matrix .json",
+        help="JSON Lines (.jsonl) or CSV (.csv) dataset, rosbag2 bag (dir or .mcap/.db3), matrix .json, or a folder "
+        "(searched for bags and JSON Lines datasets)",
     )
     p.add_argument("--config", type=Path, default=None, help="YAML file with a 'confusion' section")
     p.add_argument("--out", type=Path, required=True, help="output directory")
@@ -95,7 +96,11 @@ def _frames(
         rep = BagReadReport()
         found = select_bags([path], include_perfect, include_monitored)
         notes += input_notes(found)
+        datasets = {b.path for b in found if b.is_dataset}
         for bag in used(found):
+            if bag in datasets:  # a dataset found in the folder
+                yield from _frames(bag, cfg, skip_bad, notes, cfg_name)
+                continue
             frames = read_frames(bag, topics, cfg.bag_tolerance_ns, with_images=False, report=rep)
             episode = bag_conditions(Path(bag)).get("episode") or str(bag)  # a bag is one episode
             yield from _scoped(with_episode(frames, episode), bag, cfg)

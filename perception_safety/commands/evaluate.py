@@ -15,11 +15,17 @@ from perception_safety.commands._input_roles import add_input_role_flags
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
         "evaluate",
-        help="confusion matrices, PCD, verification, BBSL tests and SG/RH/AC from bags, in one report",
-        description="Reads rosbag2 bags (sqlite3 or mcap; directories are searched), computes every analysis the "
-        "config asks for (map per bag, reduce), and writes OUT/results.json and OUT/report.html.",
+        help="confusion matrices, AP, PCD, verification, BBSL tests and SG/RH/AC from bags and datasets, in one report",
+        description="Reads rosbag2 bags (sqlite3 or mcap) and JSON Lines datasets (what 'convert' writes), in any mix "
+        "(directories are searched for both), computes every analysis the config asks for (map per bag or dataset "
+        "episode, reduce), and writes OUT/results.json and OUT/report.html.",
     )
-    p.add_argument("inputs", nargs="+", metavar="BAG_OR_DIR", help="bag directories or directories containing bags")
+    p.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="bag directories, JSON Lines datasets (.jsonl/.ndjson) or directories containing either",
+    )
     p.add_argument("--config", type=Path, default=None, help="YAML config (default: built-in defaults)")
     p.add_argument("--out", type=Path, required=True, help="output directory")
     add_executor_arguments(p, "bag")
@@ -129,7 +135,7 @@ def print_summary(ev, out: Path, console: Console) -> None:
     """One screen: the headline numbers and where the report is."""
     from rich.table import Table
 
-    table = Table(title=f"perception_safety: {ev.results['frames']} frames from {len(ev.results['inputs'])} bag(s)")
+    table = Table(title=f"perception_safety: {ev.results['frames']} frames from {len(ev.results['inputs'])} input(s)")
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("samples")

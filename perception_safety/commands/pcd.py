@@ -28,7 +28,10 @@ def register(subparsers: Any) -> None:
         description="PCD, mPCD and variance change points of IoU x confidence over distance, "
         "for one or more inputs compared side by side.",
     )
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="CSV (distance_m,y), JSON Lines dataset or bag dir")
+    p.add_argument(
+        "inputs", nargs="+", metavar="INPUT",
+        help="CSV (distance_m,y), JSON Lines dataset, bag dir, or a folder (searched for bags and datasets)",
+    )  # fmt: skip
     p.add_argument("--config", type=Path, default=None, help="YAML file with a 'pcd' section (config/pcd.yaml)")
     p.add_argument("--method", choices=("paper", "reference"), default=None, help="overrides pcd.method")
     p.add_argument(
@@ -62,9 +65,9 @@ def _load_samples(path: Path, cfg: Any, include_perfect: bool = False, include_m
     }
     if path.suffix.lower() == ".csv":
         return read_samples_csv(path)
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        from perception_safety.io.dataset import read_jsonl_frames
+    from perception_safety.io.dataset import read_jsonl_frames
 
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
         return samples_from_frames(read_jsonl_frames(path), **kw)
     if path.is_dir() or path.suffix.lower() in (".mcap", ".db3"):
         from perception_safety.io.bag import read_frames
@@ -74,20 +77,24 @@ def _load_samples(path: Path, cfg: Any, include_perfect: bool = False, include_m
         for note in input_notes(found):
             print(f"note: {note}", file=sys.stderr)
         bags = used(found)
+        datasets = {b.path for b in found if b.is_dataset}
+
+        def read(bag: Path):
+            return read_jsonl_frames(bag) if bag in datasets else read_frames(bag, with_images=False)
 
         def frames():
             for bag in bags:
-                yield from read_frames(bag, with_images=False)
+                yield from read(bag)
 
         from perception_safety.evaluation.pcd.samples import merge_samples
 
         if cfg.bootstrap.unit == "episode" or len(bags) > 1:  # one group source per bag
             return merge_samples(
-                [samples_from_frames(read_frames(b, with_images=False), **{**kw, "source": str(b)}) for b in bags],
+                [samples_from_frames(read(b), **{**kw, "source": str(b)}) for b in bags],
                 source=str(path),
             )
         return samples_from_frames(frames(), **kw)
-    raise PerceptionSafetyError(f"{path}: unknown input type (expected .csv, .jsonl or a rosbag2 bag directory)")
+    raise PerceptionSafetyError(f"{path}: unknown input type (expected .csv, .jsonl, a rosbag2 bag or a folder)")
 
 
 def _labels(inputs: list[Path], given: list[str] | None) -> list[str]:

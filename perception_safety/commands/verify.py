@@ -50,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from perception_safety.evaluation.confusion.io import load_matrices
     from perception_safety.io.config import load_model
     from perception_safety.verification.config import VerificationConfig
-    from perception_safety.verification.sweep import run_sweep, to_json_dict, write_csv, write_json
+    from perception_safety.verification.sweep import to_json_dict, write_csv, write_json
+    from perception_safety.verification.sweep_each import sweep_each
 
     cfg = load_model(args.config, VerificationConfig, section="verification")
     updates: dict[str, Any] = {}
@@ -93,8 +94,16 @@ def run(args: argparse.Namespace) -> int:
         args.out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PerceptionSafetyError(f"{args.out}: cannot create output directory: {exc.strerror or exc}") from exc
-    sweep = run_sweep(confusion, cfg, export_dir=args.out / "chains", name=str(args.matrices))
-    write_json(args.out / "verification.json", to_json_dict(sweep, str(args.matrices), confusion, cfg))
+    sweep, skipped = sweep_each(confusion, cfg, args.out / "chains", str(args.matrices))
+    for key, reason in skipped.items():
+        print(f"warning: true environment/variant {key} not checked: {reason}", file=sys.stderr)
+    if not sweep.results:
+        raise PerceptionSafetyError(f"{args.matrices}: no true environment could be checked: "
+                                    + "; ".join(f"{k}: {v}" for k, v in skipped.items()))  # fmt: skip
+    doc = to_json_dict(sweep, str(args.matrices), confusion, cfg)
+    doc["skipped"] = skipped
+    doc["warnings"] += [f"true environment/variant {k} not checked: {v}" for k, v in skipped.items()]
+    write_json(args.out / "verification.json", doc)
     write_csv(args.out / "verification.csv", sweep.results)
     written = ["verification.json", "verification.csv"]
     if not args.no_plot:

@@ -11,6 +11,10 @@ those frames twice (the demo and the docs' numbers are of the perception rollout
 
 Conditions (perturbation, level, episode, weather, ...) of a bag come from ``custom_data`` keys
 ``perception_safety.<name>`` and from an optional sidecar ``conditions.yaml`` (a flat mapping) in the bag folder.
+
+JSON Lines datasets (`perception_safety.io.dataset`, what ``convert`` writes) are inputs too, in any mix with
+bags: named ``.jsonl``/``.ndjson`` files, and such files found in a folder whose first record is a frame (episode
+logs in the same folders are not). Their role is ``dataset``; their episodes come from each line's ``episode``.
 """
 
 from __future__ import annotations
@@ -22,11 +26,13 @@ from pathlib import Path
 import yaml
 
 from perception_safety.io.bag import BagError, find_bags
+from perception_safety.io.dataset import DATASET_SUFFIXES, looks_like_dataset
 from perception_safety.io.episode_log import ROLLOUTS
 
 CUSTOM_PREFIX = "perception_safety."
 ROLE_KEY = CUSTOM_PREFIX + "rollout"
 SIDECAR = "conditions.yaml"
+DATASET = "dataset"
 PERFECT = "ground_truth"
 MONITORED = "monitored"
 RECORDING = "recording"
@@ -35,6 +41,7 @@ ROLE_TEXT = {
     "monitored": "monitored rollout (f with the runtime monitor braking)",
     "ground_truth": "perfect-perception rollout (f*, detections = ground truth)",
     "recording": "recording",
+    "dataset": "JSON Lines dataset",
 }
 
 
@@ -50,6 +57,16 @@ class BagInput:
     excluded: str = ""
     messages: int = 0
     """Messages in the bag (all topics, from metadata.yaml): the size of the work of reading it."""
+
+    @property
+    def is_dataset(self) -> bool:
+        """A JSON Lines dataset file rather than a rosbag2 bag."""
+        return self.role == DATASET
+
+    @property
+    def kind(self) -> str:
+        """``bag`` or ``dataset``: how the per-input pass reads it (`pipeline.bag_pass.MapInput.kind`)."""
+        return "dataset" if self.is_dataset else "bag"
 
     def describe(self) -> str:
         how = "named" if self.named else "found in a folder"
@@ -103,8 +120,8 @@ def bag_role(path: Path, conditions: Mapping[str, str]) -> str:
 def select_bags(
     inputs: Iterable[str | Path], include_perfect: bool = False, include_monitored: bool = False
 ) -> list[BagInput]:
-    """Every bag of ``inputs`` with its role; f* (f+m) bags found in a folder are excluded unless ``include_perfect``
-    (``include_monitored``).
+    """Every bag and dataset of ``inputs`` with its role; f* (f+m) bags found in a folder are excluded unless
+    ``include_perfect`` (``include_monitored``).
 
     A bag named directly is always read (its role is still listed and warned about by the caller).
     """
@@ -112,8 +129,14 @@ def select_bags(
     seen: set[Path] = set()
     for item in inputs:
         p = Path(item)
+        if p.suffix.lower() in DATASET_SUFFIXES and p.is_file():
+            if p not in seen:
+                seen.add(p)
+                out.append(BagInput(p, DATASET, True, messages=_dataset_messages(p)))
+            continue
         named = (p / "metadata.yaml").is_file() or p.name == "metadata.yaml" or p.suffix in (".mcap", ".db3")
-        for bag in find_bags([p]):
+        bags = find_bags([p])
+        for bag in bags:
             if bag in seen:
                 continue
             seen.add(bag)
@@ -130,7 +153,28 @@ def select_bags(
                 )
             messages = meta.get("message_count")
             out.append(BagInput(bag, role, named, cond, excluded, messages if isinstance(messages, int) else 0))
+        for data in _datasets_below(p, bags) if p.is_dir() else ():
+            if data not in seen:
+                seen.add(data)
+                out.append(BagInput(data, DATASET, False, messages=_dataset_messages(data)))
     return out
+
+
+def _dataset_messages(path: Path) -> int:
+    """The work of reading a dataset in bag messages: a line is one frame, as a bag's ~4 messages (camera,
+    detections, ground truth, odometry) are."""
+    with path.open("rb") as fh:
+        return 4 * sum(1 for _ in fh)
+
+
+def _datasets_below(folder: Path, bags: Iterable[Path]) -> list[Path]:
+    """Dataset files below ``folder`` (sorted), outside bag directories, whose first record is a frame."""
+    bag_dirs = set(bags)
+    found = []
+    for path in sorted(q for suffix in DATASET_SUFFIXES for q in folder.rglob(f"*{suffix}")):
+        if not any(parent in bag_dirs for parent in path.parents) and looks_like_dataset(path):
+            found.append(path)
+    return found
 
 
 def used(inputs: Iterable[BagInput]) -> list[Path]:

@@ -8,8 +8,10 @@ Line format::
      "ground_truth": [{"box": [...], "class": "car", "distance": 12.3,
                        "position": [x, y, z], "track_id": "7"}]}
 
-``stamp_ns``, ``score``, ``position`` (ego frame, m; a detection's is set by 3D object lists) and ``track_id``
-are optional; ``distance``
+``stamp_ns``, ``score``, ``position`` (ego frame, m; a detection's is set by 3D object lists), ``track_id`` and
+``episode`` are optional; ``episode`` (a string or integer) names the independent unit the frame belongs to (a
+sequence, a drive): frames of one episode are not independent samples, and the cluster-aware intervals and
+`evaluate`'s per-episode partials use it; ``distance``
 may be omitted when ``position`` is given (it is then the position's norm). An optional ``candidates`` list
 (same shape as ``detections``) holds the detector's boxes *below* its score threshold; only PCD reads them
 (absent = not recorded).
@@ -167,6 +169,29 @@ def read_jsonl_frames(
             if report is not None:
                 report.frames += 1
             yield frame
+
+
+DATASET_SUFFIXES = (".jsonl", ".ndjson")
+
+
+def looks_like_dataset(path: str | Path) -> bool:
+    """A ``.jsonl``/``.ndjson`` file whose first record is a frame object (not an episode log's typed record).
+
+    Used when searching folders, which also hold episode logs (``{"type": "begin", ...}``); a file named on the
+    command line is read as a dataset without this check (its errors then name the line).
+    """
+    path = Path(path)
+    if path.suffix.lower() not in DATASET_SUFFIXES or not path.is_file():
+        return False
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    first = json.loads(line)
+                    return isinstance(first, dict) and "type" not in first
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return False
 
 
 def frame_to_record(frame: Frame) -> dict[str, Any]:

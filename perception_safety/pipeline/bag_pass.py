@@ -1,9 +1,11 @@
 """The per-input pass that `evaluate`, the offline `monitor` command and tuning share (issue 27).
 
-One input (a bag today; a dataset file is another `MapInput.kind`) is read once: its frames (images only when a
+One input (a bag, or a JSON Lines dataset file: `MapInput.kind`) is read once: its frames (images only when a
 consumer needs them), its monitor verdicts when asked, its read report. The frames are split into episodes (the
 sampling unit of the cluster-aware intervals: a bag is one episode, named by its ``perception_safety.episode``
-custom data, else by the bag itself) and a consumer maps each episode to a JSON-ready part. The partial of an
+custom data, else by the bag itself; a dataset has one episode per value of its lines' ``episode`` key, and its
+lines without the key form one entry named ``""`` whose frames are each their own unit, ``Frame.episode`` =
+``path#frame id``: independent images) and a consumer maps each episode to a JSON-ready part. The partial of an
 input is plain JSON::
 
     {"format": PARTIAL_FORMAT, "bag": path, "kind": "bag", "frames": n, "read_report": {...},
@@ -16,12 +18,13 @@ caller (`io.bag_inputs.select_bags` parsed metadata.yaml once); the pass never p
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.bbsl_testing import box_extent
-from perception_safety.io.bag import BagError, BagReadReport, BagTopics, StatusRecords, read_frames
+from perception_safety.io.bag import BagError, BagReadReport, BagTopics, SkippedMessage, StatusRecords, read_frames
+from perception_safety.io.dataset import DatasetReadReport, read_jsonl_frames
 
 PARTIAL_FORMAT = "perception_safety.partial/2"
 
@@ -86,8 +89,27 @@ def _verdicts(path: str, frames: Sequence[Frame], records: StatusRecords, name: 
     return [by_stamp.get(int(f.stamp_ns)) for f in frames], ""
 
 
+def dataset_episodes(inp: MapInput, report: BagReadReport) -> Iterator[EpisodeFrames]:
+    """The episodes of a JSON Lines dataset (module docstring); malformed lines are skipped into ``report`` as
+    ``line`` entries (file, line number, reason). A dataset carries no monitor verdicts."""
+    rep = DatasetReadReport()
+    groups: dict[str, list[Frame]] = {}
+    for f in read_jsonl_frames(inp.path, skip_bad=True, report=rep):
+        groups.setdefault(f.episode, []).append(f if f.episode else replace(f, episode=f"{inp.path}#{f.frame_id}"))
+    report.skipped += [SkippedMessage(inp.path, "line", line, why) for (_, line), why in sorted(rep.skipped.items())]
+    report.frames += rep.frames
+    for episode, frames in groups.items():
+        conditions = {**inp.conditions, **({"episode": episode} if episode else {})}
+        missing = f"{inp.path}: a dataset carries no monitor verdicts"
+        yield EpisodeFrames(inp.path, episode, conditions, frames, None, missing)
+
+
 def read_episodes(inp: MapInput, opts: ReadOptions, report: BagReadReport) -> Iterator[EpisodeFrames]:
-    """The episodes of one input (a bag: one episode), read once (frames and monitor results in one pass)."""
+    """The episodes of one input (a bag: one episode; a dataset: one per episode key), read once (a bag's frames
+    and monitor results in one pass)."""
+    if inp.kind == "dataset":
+        yield from dataset_episodes(inp, report)
+        return
     if inp.kind != "bag":
         raise BagError(f"{inp.path}: unknown input kind {inp.kind!r}")
     records = StatusRecords() if opts.statuses is not None else None
@@ -123,6 +145,8 @@ def run_pass(inp: MapInput, opts: ReadOptions, episode_map: EpisodeMap, image_si
             "missing_topics": [topic for _, topic in report.missing_topics],
         },
     }
+    if inp.kind == "dataset":
+        partial["read_report"]["episodes"] = sum(1 for ep in episodes if ep["episode"])
     if image_size is not None:
         ext = box_extent(frames_all, image_size, overflow_px)
         partial["box_extent"] = [ext.max_x, ext.max_y, ext.outside, ext.boxes]

@@ -1,9 +1,10 @@
-"""``evaluate``: map every bag to a partial result, reduce the partials, run the analyses on the sums.
+"""``evaluate``: map every input to a partial result, reduce the partials, run the analyses on the sums.
 
-Map (`analyse_input`, one bag, in-process or in a worker process): the shared pass (`bag_pass`) reads the bag
-once (no images) with its monitor verdicts; per episode, `episode_parts` flattens the frames into one columnar
-batch and fills every accumulator from it (all frames, each verdict, each speed and object-size band), and
-collects PCD samples per target and BBSL test cases. A partial is plain JSON (floats round-trip exactly),
+Map (`analyse_input`, one bag or JSON Lines dataset, in-process or in a worker process): the shared pass
+(`bag_pass`) reads the input once (no images) with its monitor verdicts (bags); per episode, `episode_parts`
+flattens the frames into one columnar batch and fills every accumulator from it (all frames, each verdict, each
+speed and object-size band), and collects PCD samples per target, AP records and BBSL test cases. A partial is
+plain JSON (floats round-trip exactly),
 returned as data by whichever executor ran it (`perception_safety.executors`: this process, local workers or
 Ray tasks) and kept in ``OUT/partials/``; the reduce runs in input order on the driver, so every executor and job
 count gives identical results.
@@ -79,6 +80,10 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if batch is not None:
         out["confusion"] = confusion_part(batch, cfg, source)
+    if "detection_ap" in analyses and cfg.image_boxes:  # IoU of image boxes (3D footprints: run.py warns)
+        from perception_safety.pipeline.detection_ap import ap_partial
+
+        out["detection_ap"] = ap_partial(frames, cfg, ep.episode)
     if "pcd" in analyses:
         out["pcd"] = pcd_parts(frames, cfg, source)
     if SPEED_BAND in cfg.evaluate.breakdowns:
@@ -149,6 +154,8 @@ class Reduced:
     """`VerdictSplit` of the bags that carry the monitor's per-frame verdict (None when none does)."""
     verdict_notes: list[str] = field(default_factory=list)
     breakdowns: dict[str, dict[str, Group]] = field(default_factory=dict)
+    detection_ap: Any = None
+    """`APRecords` of all inputs' episodes (None when the analysis did not run)."""
     failed: dict[str, str] = field(default_factory=dict)
     """Bags whose map failed (not in the sums), with the reason."""
     episode_confusions: list[DistanceConfusion] = field(default_factory=list)
@@ -191,6 +198,9 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
     from perception_safety.pipeline.evidence import reduce_evidence
 
     red.evidence = reduce_evidence(partials, cfg or EvaluateConfig())
+    from perception_safety.pipeline.detection_ap import reduce_ap
+
+    red.detection_ap = reduce_ap([ep for _, ep in episodes])
     names = [n for _, ep in episodes for n in ep.get("pcd", {})]
     for name in dict.fromkeys(names):
         parts = [ep["pcd"][name] for _, ep in episodes if name in ep.get("pcd", {})]

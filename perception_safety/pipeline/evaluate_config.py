@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.evaluation.confusion.config import ConfusionConfig
+from perception_safety.evaluation.detection_ap.config import DetectionAPConfig
 from perception_safety.evaluation.pcd.compute import PCDConfig
 from perception_safety.evaluation.requirements.config import KnownNames, Requirement, check_names
 from perception_safety.evaluation.returns import ReturnsConfig
@@ -20,8 +21,8 @@ from perception_safety.verification.config import VerificationConfig
 
 STOP_REGION_SPEC = "stop_region"
 
-Analysis = Literal["confusion", "pcd", "verification", "bbsl", "returns"]
-ALL_ANALYSES: tuple[Analysis, ...] = ("confusion", "pcd", "verification", "bbsl", "returns")
+Analysis = Literal["confusion", "detection_ap", "pcd", "verification", "bbsl", "returns"]
+ALL_ANALYSES: tuple[Analysis, ...] = ("confusion", "detection_ap", "pcd", "verification", "bbsl", "returns")
 
 
 class PCDTarget(BaseModel):
@@ -73,6 +74,7 @@ class EvaluateConfig(BaseModel):
     evaluate: EvaluateSection = EvaluateSection()
     bags: BagConfig = BagConfig()
     confusion: ConfusionConfig = ConfusionConfig()
+    detection_ap: DetectionAPConfig = DetectionAPConfig()
     pcd: PCDConfig = PCDConfig()
     verification: VerificationConfig = VerificationConfig()
     bbsl: BBSLConfig = BBSLConfig(image_size=(1280.0, 720.0), target_classes=["pedestrian", "person"])

@@ -32,7 +32,12 @@ def _file_sha256(path: Path, h: Any | None = None) -> Any:
 
 
 def bag_fingerprint(path: Path, mode: HashMode = "metadata") -> dict[str, Any]:
-    """sha256 of a bag directory: metadata.yaml + file names and sizes (``metadata``) or all content (``full``)."""
+    """sha256 of a bag directory: metadata.yaml + file names and sizes (``metadata``) or all content (``full``).
+
+    A dataset file is always hashed in full (it holds the annotations themselves; there is no metadata to hash).
+    """
+    if path.is_file():
+        return {"sha256": _file_sha256(path).hexdigest(), "hashed": "full", "bytes": path.stat().st_size}
     files = sorted(p for p in path.iterdir() if p.is_file())
     h = hashlib.sha256()
     for f in files:

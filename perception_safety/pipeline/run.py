@@ -16,6 +16,7 @@ from perception_safety.pipeline.analyses import (
     bbsl,
     breakdowns,
     confusion,
+    detection_ap,
     evidence,
     monitor_loop,
     pcd,
@@ -78,11 +79,11 @@ def run_evaluate(
     bags = used(found)
     if not bags:
         extra = f" ({len(found)} excluded: {found[0].excluded})" if found else ""
-        raise NothingUsableError(f"no rosbag2 bag found in {', '.join(map(str, inputs))}{extra}")
+        raise NothingUsableError(f"no rosbag2 bag or JSON Lines dataset found in {', '.join(map(str, inputs))}{extra}")
     clock.lap("find_inputs")
-    map_inputs = [MapInput(str(b.path), "bag", dict(b.conditions), b.messages) for b in found if not b.excluded]
+    map_inputs = [MapInput(str(b.path), b.kind, dict(b.conditions), b.messages) for b in found if not b.excluded]
     with progress_bar(console) as bar:
-        task = bar.add_task("reading bags", total=len(bags))
+        task = bar.add_task("reading inputs", total=len(bags))
         mapped = map_bags(map_inputs, cfg, out / "partials", on_done=lambda _: bar.advance(task))
     clock.lap("read_and_map")
     red = reduce_partials(mapped.partials, cfg)
@@ -92,7 +93,7 @@ def run_evaluate(
         lines = [f"  {b}: {r}" for b, r in red.read_reports.items()]
         lines += [f"  {b}: not readable: {reason}" for b, reason in red.failed.items()]
         raise NothingUsableError("no usable frame in any input:\n" + "\n".join(lines))
-    report = Report("perception_safety evaluation", f"{len(bags)} bag(s), {red.frames} frames")
+    report = Report("perception_safety evaluation", f"{_inputs_text(found)}, {red.frames} frames")
     prov = provenance(config_text, found, episode_logs, hash_mode)
     report.header = header_lines(prov)
     report.input_header = ["input", "role", "sha256 (first 16)", "hashed", "conditions"]
@@ -126,7 +127,17 @@ def run_evaluate(
                 "bird's-eye-view footprints in metres, not image boxes, so the image-region specs do not apply.",
                 "bbsl_not_for_3d")
         analyses = [a for a in analyses if a != "bbsl"]
-    all_steps = (("confusion", confusion.run), ("pcd", pcd.run), ("verification", verification.run), ("bbsl", bbsl.run))
+    if "detection_ap" in analyses and not cfg.image_boxes:
+        ev.warn("detection_ap", "COCO-style AP skipped: it matches image boxes by IoU, and 3D object lists carry "
+                "footprints in metres (their centre-distance AP: docs/objects3d.md).", "ap_not_for_3d")
+        analyses = [a for a in analyses if a != "detection_ap"]
+    all_steps = (
+        ("confusion", confusion.run),
+        ("detection_ap", detection_ap.run),
+        ("pcd", pcd.run),
+        ("verification", verification.run),
+        ("bbsl", bbsl.run),
+    )
     steps = [(a, f) for a, f in all_steps if a in analyses]
     if cfg.evaluate.breakdowns and {"confusion", "pcd"} & set(analyses):
         steps.append(("breakdowns", breakdowns.run))
@@ -222,8 +233,21 @@ def timings_lines(timings: dict[str, Any]) -> list[str]:
     return [head, *lines, tail]
 
 
+def _inputs_text(found: Sequence[BagInput]) -> str:
+    """``3 bag(s)``, ``1 dataset(s)`` or both: what was read."""
+    read = [b for b in found if not b.excluded]
+    n_data = sum(b.is_dataset for b in read)
+    parts = [f"{len(read) - n_data} bag(s)"] if len(read) > n_data else []
+    return ", ".join(parts + ([f"{n_data} dataset(s)"] if n_data else []))
+
+
 def _conditions_text(b: BagInput) -> str:
     return ", ".join(f"{k}={v}" for k, v in b.conditions.items() if k != "rollout")
+
+
+def dataset_has_episodes(ev: Evaluation, b: BagInput) -> bool:
+    """Whether the dataset ``b`` named any episode (its data-quality entry counts them)."""
+    return bool(ev.results["data_quality"].get(str(b.path), {}).get("episodes"))
 
 
 def warn_about_inputs(ev: Evaluation, found: Sequence[BagInput]) -> None:
@@ -250,6 +274,14 @@ def warn_about_inputs(ev: Evaluation, found: Sequence[BagInput]) -> None:
             "detections that equal the ground truth and overstates the detector.",
             "perfect_perception_included",
         )
+    for b in found:
+        if b.is_dataset and not b.excluded and not dataset_has_episodes(ev, b):
+            ev.warn(
+                "inputs",
+                f"{b.path}: no line carries an 'episode' key, so each frame is its own sampling unit (right for "
+                "independent images; for video sequences add the sequence as 'episode', or intervals are too narrow).",
+                "dataset_without_episodes",
+            )
     roles = {b.role for b in found if not b.excluded}
     if {"perception", "monitored"} <= roles:
         ev.warn(

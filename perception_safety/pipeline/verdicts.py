@@ -46,7 +46,8 @@ def reduce_verdicts(partials: Sequence[dict[str, Any]]) -> tuple[VerdictSplit | 
         if v is None:
             continue
         if "missing" in v:
-            notes.append(v["missing"])
+            if v["missing"] not in notes:  # a dataset's episodes share one reason
+                notes.append(v["missing"])
             continue
         parts.append(VerdictSplit(confusion_from_mapping(v["no_alarm"], bag),
                                   confusion_from_mapping(v["alarm"], bag),

@@ -115,4 +115,4 @@ def test_any_config_text_exits_0_or_2_naming_the_file(tmp_path, capsys, text):
     rc = main(["evaluate", "--config", str(path), "--out", str(tmp_path / "out"), str(tmp_path / "empty")])
     err = capsys.readouterr().err
     assert rc == 2
-    assert str(path) in err or "no rosbag2 bag found" in err, err
+    assert str(path) in err or "no rosbag2 bag or JSON Lines dataset found" in err, err

@@ -154,7 +154,7 @@ def test_jobs_must_be_positive(tmp_path, capsys):
 def test_directory_without_bags_is_an_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert main(["evaluate", str(tmp_path / "empty"), "--out", str(tmp_path / "out")]) == 2
-    assert "no rosbag2 bag found" in capsys.readouterr().err
+    assert "no rosbag2 bag or JSON Lines dataset found" in capsys.readouterr().err
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ from perception_safety.evaluation.confusion.centre_pairs import centre_candidate
 from perception_safety.evaluation.confusion.clusters import ClusterCounts, batch_counts
 from perception_safety.evaluation.confusion.combine import UNMATCHED_BY_BIN, sum_confusions
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
-from perception_safety.evaluation.confusion.ground_distance import ground_distance
+from perception_safety.evaluation.confusion.ground_distance import detection_distances
 from perception_safety.evaluation.confusion.types import DistanceConfusion, proposition_labels, subset_lookup
 from perception_safety.evaluation.confusion.windows import WindowVotes
 
@@ -314,9 +314,7 @@ class ConfusionAccumulator:
         un_bin = np.full(len(un), n_bins, dtype=np.int64)
         carried = batch.det_distances[un] if batch.det_distances is not None else np.full(len(un), np.nan)
         if len(un) and (cfg.ground_camera is not None or np.isfinite(carried).any()):
-            # a distance the data carry (3D object lists) first, else the ground-plane estimate from the box
-            estimate = ground_distance(batch.det_boxes[un, 3], cfg.ground_camera) if cfg.ground_camera else np.nan
-            d = np.where(np.isfinite(carried), carried, estimate)
+            d = detection_distances(carried, batch.det_boxes[un, 3], cfg.ground_camera)
             kb = np.searchsorted(self._edges, np.nan_to_num(d, nan=-1.0), side="right") - 1
             un_bin = np.where(np.isfinite(d) & (kb >= 0) & (kb < n_bins), kb, n_bins)
         un_cls = batch.det_classes[un]

@@ -39,3 +39,12 @@ def ground_distance(bottom_px: np.ndarray, cam: GroundCamera) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         d = cam.height_m / np.tan(angle)
     return np.where(angle > 1e-6, d, np.nan)
+
+
+def detection_distances(carried: np.ndarray, bottom_px: np.ndarray, cam: GroundCamera | None) -> np.ndarray:
+    """The one distance estimate of detections, shared by precision per bin and AP per bin: the distance the data
+    carry (a 3D object list's position) first, else the flat-ground estimate from the box bottom (with a camera),
+    else NaN (unknown: pooled only)."""
+    carried = np.asarray(carried, dtype=np.float64)
+    estimate = ground_distance(bottom_px, cam) if cam is not None else np.full(len(carried), np.nan)
+    return np.where(np.isfinite(carried), carried, estimate)

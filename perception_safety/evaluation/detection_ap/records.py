@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from perception_safety.evaluation.detection_ap.matching import IOU_THRESHOLDS, match_image
+from perception_safety.evaluation.detection_ap.matching import AP50, IOU_THRESHOLDS, match_image
 
 _BITS = 1 << np.arange(len(IOU_THRESHOLDS), dtype=np.int64)
 
@@ -53,7 +53,7 @@ class APRecords:
     n_gt: dict[tuple[int, int, int], int] = field(default_factory=dict)
     """``(range, class, episode) -> regular ground-truth count`` (only non-zero entries)."""
     without_distance: list[int] = field(default_factory=list)
-    """Per class: kept detections that have no distance estimate (pooled only when unmatched)."""
+    """Per class: false positives (pooled, IoU 0.5) without a distance estimate: in no bin's AP."""
 
     def __post_init__(self) -> None:
         if not self.without_distance:
@@ -114,7 +114,7 @@ class APRecords:
                     self.n_gt[key] = self.n_gt.get(key, 0) + int(n)
             if not len(m.kept):
                 continue
-            self.without_distance[c] += int(np.isnan(det_d[ds][m.kept]).sum())
+            self.without_distance[c] += int((np.isnan(det_d[ds][m.kept]) & m.fp[0, AP50]).sum())
             self.score += np.asarray(det_scores, dtype=np.float64)[ds][m.kept].tolist()
             self.cls += [int(c)] * len(m.kept)
             self.episode += [ep] * len(m.kept)

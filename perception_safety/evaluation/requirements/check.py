@@ -23,6 +23,7 @@ from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.rates import precision_of, recall_of
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.requirements.config import (
+    APRequirement,
     BBSLRequirement,
     PCDRequirement,
     RateRequirement,
@@ -174,6 +175,22 @@ def _confusion_rate(r: RateRequirement, results: Mapping[str, Any], alpha: float
     return _proportion(prec, f"{what}, {span}, {level}")
 
 
+def _ap(r: APRequirement, results: Mapping[str, Any]) -> Measured:
+    entry = _get(results, "detection_ap", r.class_)
+    if not isinstance(entry, Mapping):
+        return Measured(missing=f"no AP for class '{r.class_}' (the detection_ap analysis did not run)")
+    span = "pooled" if r.distance is None else f"[{r.distance[0]:g}, {r.distance[1]:g})"
+    cell = entry["pooled"] if r.distance is None else _get(entry, "bins", span)
+    if not isinstance(cell, Mapping):
+        return Measured(missing=f"no AP cell {span} m for '{r.class_}'")
+    n = cell.get("ground_truth")
+    if cell.get(r.name) is None:
+        return Measured(n=n, missing=f"{r.name.upper()} of '{r.class_}' {span} undefined: no ground truth there")
+    detail = f"{r.name.upper()} of '{r.class_}', {span} m, {n} objects; {cell.get('interval_note', '')}"
+    return Measured(_num(cell[r.name]), _num(cell.get(f"{r.name}_lower")), _num(cell.get(f"{r.name}_upper")), n,
+                    detail)  # fmt: skip
+
+
 def _pcd(r: PCDRequirement, results: Mapping[str, Any]) -> Measured:
     doc = _get(results, "pcd", r.target)
     if not isinstance(doc, Mapping):
@@ -248,6 +265,8 @@ def measure(req: RequirementBase, results: Mapping[str, Any], alpha: float = 0.0
         return _verification(req, results)
     if isinstance(req, RateRequirement):
         return _confusion_rate(req, results, alpha)
+    if isinstance(req, APRequirement):
+        return _ap(req, results)
     if isinstance(req, PCDRequirement):
         return _pcd(req, results)
     if isinstance(req, ReturnsRequirement):

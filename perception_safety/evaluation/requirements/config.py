@@ -1,6 +1,6 @@
 """The ``requirements:`` config section: one entry per number a release must meet (pydantic models).
 
-Each entry names a metric (``verification``, ``recall``, ``precision``, ``pcd``, ``returns``, ``bbsl``),
+Each entry names a metric (``verification``, ``recall``, ``precision``, ``ap``, ``pcd``, ``returns``, ``bbsl``),
 selectors that pick the number in the results, which value of it to compare (``bound: point`` = the
 estimate, ``lower`` / ``upper`` = its interval bound) and a threshold (``at_least`` or ``at_most``).
 Names are checked against the rest of the config by `check_names` so that a typo is a config error.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -78,6 +79,24 @@ class RateRequirement(RequirementBase):
         return v
 
 
+class APRequirement(RequirementBase):
+    """COCO-style AP (``name: ap``), AP50 or AP75 of one evaluation class, pooled or in one distance bin; the
+    bounds are the episode bootstrap's (``detection_ap``)."""
+
+    metric: Literal["ap"]
+    class_: str = Field(alias="class")
+    name: Literal["ap", "ap50", "ap75"] = "ap"
+    distance: tuple[float, float] | None = None
+    """``[lo, hi]`` metres of one distance bin (AP is not summed over bins). Omitted = pooled."""
+
+    @field_validator("distance")
+    @classmethod
+    def _ordered(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not v[0] < v[1]:
+            raise ValueError(f"distance must be [lo, hi] with lo < hi, got {list(v)}")
+        return v
+
+
 class PCDRequirement(RequirementBase):
     """PCD at (y_t, p_t) (default: the configured pcd.y_t / pcd.p_t) or mPCD of one target, in metres."""
 
@@ -111,7 +130,7 @@ class BBSLRequirement(RequirementBase):
 
 
 Requirement = Annotated[
-    VerificationRequirement | RateRequirement | PCDRequirement | ReturnsRequirement | BBSLRequirement,
+    VerificationRequirement | RateRequirement | APRequirement | PCDRequirement | ReturnsRequirement | BBSLRequirement,
     Field(discriminator="metric"),
 ]
 
@@ -161,6 +180,11 @@ def check_names(reqs: Sequence[RequirementBase], known: KnownNames) -> list[tupl
             if r.distance is not None:
                 for end in r.distance:
                     add(i, "distance", _unknown(end, known.bin_edges, "bin edge"))
+        elif isinstance(r, APRequirement):
+            add(i, "class", _unknown(r.class_, known.classes, "class"))
+            edges = list(known.bin_edges)
+            if r.distance is not None and tuple(r.distance) not in set(pairwise(edges)):
+                add(i, "distance", f"AP is per bin: {list(r.distance)} is not one bin of the edges {edges}")
         elif isinstance(r, PCDRequirement):
             add(i, "target", _unknown(r.target, known.pcd_targets, "PCD target"))
             add(i, "y_t", _unknown(r.y_t, known.pcd_y_t, "y_t (not on the PCD grid)"))

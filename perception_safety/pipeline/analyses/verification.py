@@ -15,9 +15,9 @@ from perception_safety.safe_io import write_text
 
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     from perception_safety.report.verification_plots import coinciding, plot_satisfaction
-    from perception_safety.verification.errors import VerificationError
-    from perception_safety.verification.sweep import SweepResult, run_sweep
+    from perception_safety.verification.sweep import SweepResult
     from perception_safety.verification.sweep import write_csv as write_sweep_csv
+    from perception_safety.verification.sweep_each import sweep_each
 
     dc = red.confusion
     assert dc is not None
@@ -25,29 +25,16 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     d.mkdir(parents=True, exist_ok=True)
     vcfg = cfg.verification
     sec = ev.report.section("System-level verification (Markov chain, Storm)")
-    results: list[dict[str, Any]] = []
-    chains: list[dict[str, Any]] = []
-    specs: dict[str, str] = {}
-    skipped: dict[str, str] = {}
-    warnings: list[str] = []
-    for env_name, env in vcfg.true_envs.items():
-        for variant in vcfg.variants:
-            one_cfg = vcfg.model_copy(update={"true_envs": {env_name: env}, "variants": [variant]})
-            try:
-                one = run_sweep(dc, one_cfg, d, "evaluated matrices", red.episode_confusions)
-            except VerificationError as exc:
-                skipped[f"{env_name}/{variant}"] = str(exc)
-                sec.text(f"True environment '{env_name}', variant '{variant}' not checked: {exc}", "warn")
-                ev.warn(
-                    "verification",
-                    f"true environment '{env_name}', variant '{variant}': not checked: {exc}",
-                    "verification_skipped",
-                )
-                continue
-            results += one.results
-            chains += one.chains
-            specs = one.specs
-            warnings += [w for w in one.warnings if w not in warnings]
+    swept, skipped = sweep_each(dc, vcfg, d, "evaluated matrices", red.episode_confusions)
+    results, chains, specs, warnings = list(swept.results), list(swept.chains), swept.specs, swept.warnings
+    for key, exc in skipped.items():
+        env_name, variant = key.split("/", 1)
+        sec.text(f"True environment '{env_name}', variant '{variant}' not checked: {exc}", "warn")
+        ev.warn(
+            "verification",
+            f"true environment '{env_name}', variant '{variant}': not checked: {exc}",
+            "verification_skipped",
+        )
     for w in warnings:
         ev.warn("verification", w, "verification_bounds")
     # Wall-clock times vary run to run: they go to their own file so results.json is reproducible.

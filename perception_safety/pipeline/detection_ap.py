@@ -1,0 +1,47 @@
+"""AP in the evaluate map/reduce: the records of one unit's frames (map) and their concatenation (reduce).
+
+The independent unit of the AP bootstrap is the frame's episode (`Frame.episode`: a dataset's episode key, or
+``path#frame`` for its lines without one, which are independent images); a frame that carries none counts as its
+episode of the per-input pass (a bag is one recording). A false detection's distance comes from
+`detection_distance`, the one estimate shared with the per-bin precision (docs/detection-ap.md).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from perception_safety.core.types import Frame
+from perception_safety.evaluation.confusion.ground_distance import detection_distances
+from perception_safety.evaluation.detection_ap.frames import DistanceFn, records_from_frames
+from perception_safety.evaluation.detection_ap.records import APRecords, merge_records
+from perception_safety.pipeline.evaluate_config import EvaluateConfig
+
+
+def detection_distance(cfg: EvaluateConfig) -> DistanceFn:
+    """Where a detection lies: the estimate the confusion matrices' precision per bin uses
+    (`confusion.ground_distance.detection_distances`: a carried 3D position, else ``confusion.ground_camera``)."""
+    cam = cfg.confusion.ground_camera
+
+    def estimate(frame: Frame, boxes: np.ndarray) -> np.ndarray:
+        carried = [math.nan if d.position is None else math.hypot(d.position[0], d.position[1])
+                   for d in frame.detections]  # fmt: skip
+        return detection_distances(np.asarray(carried, dtype=np.float64), boxes[:, 3], cam)
+
+    return estimate
+
+
+def ap_partial(frames: Sequence[Frame], cfg: EvaluateConfig, unit: str) -> dict[str, Any]:
+    """The AP records of ``frames`` as JSON; a frame without an episode belongs to ``unit``."""
+    rec = records_from_frames(
+        frames, cfg.confusion, lambda f: f.episode or unit, detection_distance(cfg), cfg.detection_ap.max_detections
+    )
+    return rec.to_json()
+
+
+def reduce_ap(partials: Sequence[dict[str, Any]]) -> APRecords | None:
+    """All partials' records in input order (None when no partial carries any)."""
+    return merge_records([APRecords.from_json(p["detection_ap"]) for p in partials if "detection_ap" in p])
