@@ -78,7 +78,7 @@ def bootstrap_pcd(
     for _ in range(bcfg.n_boot):
         idx = _gather(starts, lengths, rng.integers(0, k, k))
         try:
-            res = compute_pcd(xg[idx], yg[idx], fixed, what="bootstrap resample", diagnose=False)
+            res = compute_pcd(xg[idx], yg[idx], fixed, what="bootstrap resample", diagnose=False, start=result)
         except PCDError:
             failed += 1
             continue

@@ -66,9 +66,12 @@ def compute_pcd(
     what: str = "samples",
     change_points: Sequence[float] | None = None,
     diagnose: bool = True,
+    start: PCDResult | None = None,
 ) -> PCDResult:
     """Full PCD evaluation of samples ``(distance, y)``; raises `PCDError` on unusable input.
 
+    ``start``: a result on nearby data (the bootstrap's full-data estimate) whose p_det coefficients start the
+    IRLS (same optimum within its tolerance, a quarter of the iterations).
     ``change_points`` (distances) skips the change-point search and uses these instead; ``diagnose=False``
     skips the warnings' checks (the bootstrap's resamples).
     """
@@ -112,6 +115,7 @@ def compute_pcd(
                 penalty_order=cfg.penalty_order,
                 criterion=cfg.lam_selection,
                 lam_grid=cfg.lam_grid,
+                start=start.logistic.coef if start is not None and start.logistic is not None else None,
             )
         except SplineFitError as exc:
             raise PCDError(f"{what}: detection probability: {exc}") from exc

@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import BSpline
 from scipy.linalg import solve
 from scipy.special import expit
 
@@ -20,6 +19,7 @@ from perception_safety.evaluation.pcd.pspline import (
     DEFAULT_LAMBDA_GRID,
     LambdaCriterion,
     SplineFitError,
+    design,
     difference_penalty,
     uniform_knots,
 )
@@ -50,15 +50,17 @@ class LogisticFit:
         """``p_det(x)``; distances outside the fitted range take the value at the nearer end."""
         scale = self.x_max - self.x_min if self.x_max != self.x_min else 1.0
         u = np.clip((np.asarray(x, dtype=float) - self.x_min) / scale, 0.0, 1.0)
-        eta = BSpline.design_matrix(u, self.knots, self.degree) @ self.coef
+        eta = design(u, self.knots, self.degree) @ self.coef
         return expit(np.clip(eta, -ETA_LIMIT, ETA_LIMIT))
 
 
-def _irls(basis, y: np.ndarray, penalty: np.ndarray, lam: float, max_iter: int, tol: float):
+def _irls(basis, y: np.ndarray, penalty: np.ndarray, lam: float, max_iter: int, tol: float, start=None):
     k = basis.shape[1]
-    # start from the logit of the smoothed overall rate (never 0 or 1)
-    rate = (y.sum() + 0.5) / (y.size + 1.0)
-    beta = np.full(k, np.log(rate / (1.0 - rate)))
+    if start is not None and np.shape(start) == (k,):
+        beta = np.array(start, dtype=float)  # warm start (the bootstrap: the full data's coefficients)
+    else:  # the logit of the smoothed overall rate (never 0 or 1)
+        rate = (y.sum() + 0.5) / (y.size + 1.0)
+        beta = np.full(k, np.log(rate / (1.0 - rate)))
     dev_old = np.inf
     converged = False
     it = 0
@@ -102,8 +104,12 @@ def fit_logistic_pspline(
     lam_grid: Sequence[float] = DEFAULT_LAMBDA_GRID,
     max_iter: int = 50,
     tol: float = 1e-9,
+    start: np.ndarray | None = None,
 ) -> LogisticFit:
-    """Fit ``p_det`` to 0/1 outcomes ``detected`` at sorted distances ``x`` (see the module docstring)."""
+    """Fit ``p_det`` to 0/1 outcomes ``detected`` at sorted distances ``x`` (see the module docstring).
+
+    ``start``: coefficients to start IRLS from (a nearby fit, e.g. the full data's for a bootstrap resample: ~3
+    iterations instead of ~12; the same optimum within ``tol``)."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(detected, dtype=float)
     n = x.size
@@ -115,14 +121,14 @@ def fit_logistic_pspline(
         raise SplineFitError("all distances are equal; a spline over distance needs at least two distinct values")
     knots = uniform_knots(n_splines, degree)
     u = np.clip((x - x[0]) / (x[-1] - x[0]), 0.0, 1.0)
-    basis = BSpline.design_matrix(u, knots, degree).toarray()  # dense n x K: fastest for the IRLS products
+    basis = design(u, knots, degree).toarray()  # dense n x K: fastest for the IRLS products
     penalty = difference_penalty(n_splines, penalty_order)
     lams = [float(lam)] if criterion == "fixed" else [float(v) for v in lam_grid]
     if not lams or any(not np.isfinite(v) or v < 0 for v in lams):
         raise SplineFitError("lambda must be finite and >= 0 (and the lambda grid non-empty)")
     best = None
     for lam_value in lams:
-        beta, dev, edf, it, ok = _irls(basis, y, penalty, lam_value, max_iter, tol)
+        beta, dev, edf, it, ok = _irls(basis, y, penalty, lam_value, max_iter, tol, start)
         if criterion == "fixed":
             score = 0.0
         elif criterion == "aic":
