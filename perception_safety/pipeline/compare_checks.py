@@ -75,7 +75,12 @@ def differences(doc_a: Mapping[str, Any], doc_b: Mapping[str, Any]) -> list[dict
     conf_a, conf_b = doc_a.get("confusion") or {}, doc_b.get("confusion") or {}
     for key, kind, what in (("class_labels", "classes", "class labels"), ("bin_edges", "bins", "distance bins")):
         va, vb = conf_a.get(key), conf_b.get(key)
-        if va is not None and vb is not None and va != vb:
+        if va is None or vb is None or va == vb:
+            continue
+        if sorted(map(str, va)) == sorted(map(str, vb)):
+            out.append({"kind": kind, "message": f"{what} in another order: {va} vs {vb} (metrics are matched by "
+                        "name; the matrices' rows and columns are ordered differently)"})
+        else:
             out.append({"kind": kind, "message": f"{what} differ: {va} vs {vb}; metrics of a class or bin present in "
                         "one run only are listed apart, the others are not comparable like for like"})
     ia, ib = _inputs(doc_a), _inputs(doc_b)

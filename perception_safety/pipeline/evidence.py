@@ -6,10 +6,12 @@ report, ``perception-safety frames`` and ``render --frames`` can find the pictur
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.bbsl_testing import TestCase
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.evidence import (
@@ -73,3 +75,29 @@ def reduce_evidence(partials: Sequence[Mapping[str, Any]], cfg: EvaluateConfig) 
     parts = [ep["evidence"] for _, ep in episode_entries(partials) if "evidence" in ep]
     per_cell = cfg.evaluate.evidence_per_cell
     return {"definitions": DEFINITIONS, "per_cell": per_cell, "cells": merge_cells(parts, per_cell)}
+
+
+class EvidenceError(PerceptionSafetyError):
+    """A results file without evidence, or a cell it does not have (the message lists the cells it has)."""
+
+
+def read_cell(run: str | Path, cell: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(evidence block, cell)`` of an evaluate run (folder or results.json); ``cell`` None gives ``{}``."""
+    path = Path(run)
+    path = path / "results.json" if path.is_dir() else path
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise EvidenceError(f"{path}: cannot read ({exc.strerror or exc}); give an 'evaluate' output folder") from exc
+    except json.JSONDecodeError as exc:
+        raise EvidenceError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
+    block = doc.get("evidence") if isinstance(doc, dict) else None
+    if not isinstance(block, dict) or not isinstance(block.get("cells"), dict):
+        raise EvidenceError(f"{path}: no 'evidence' block (a run of an older version, or evaluate.evidence_per_cell "
+                            "was 0): rerun evaluate")
+    if cell is None:
+        return block, {}
+    if cell not in block["cells"]:
+        near = [k for k in block["cells"] if cell.split("@")[0] in k] or list(block["cells"])
+        raise EvidenceError(f"{path}: no cell {cell!r}; cells with frames: {', '.join(near[:30])}")
+    return block, block["cells"][cell]

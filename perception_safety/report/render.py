@@ -47,8 +47,10 @@ def _fps(stamps: list[int]) -> float:
 
 
 def render_bag(bag: str | Path, out: str | Path, monitors: MonitorsConfig, topics: BagTopics | None = None,
-               fps: float | None = None, frames_dir: str | Path | None = None, every: int = 0) -> RenderStats:
-    """Write the overlay video of ``bag`` to ``out``; with ``frames_dir`` also every ``every``-th frame as PNG."""
+               fps: float | None = None, frames_dir: str | Path | None = None, every: int = 0,
+               stamps: set[int] | None = None) -> RenderStats:
+    """Write the overlay video of ``bag`` to ``out``; with ``frames_dir`` also every ``every``-th frame as PNG, or
+    exactly the frames of ``stamps`` (e.g. a confusion cell's evidence), each named by its stamp."""
     report = BagReadReport()
     frames = list(read_frames(bag, topics or BagTopics(), report=report))
     if not frames:
@@ -58,12 +60,12 @@ def render_bag(bag: str | Path, out: str | Path, monitors: MonitorsConfig, topic
         raise RenderError(f"{bag}: no frame has an image (topic {(topics or BagTopics()).image})")
     rate = fps or _fps([f.stamp_ns for f in frames])
     with atomic_path(out) as tmp:  # refuses a device/FIFO/link as --out; the video appears only when complete
-        alarms, stops, missing = _write_video(tmp, frames, monitors, rate, size, frames_dir, every)
+        alarms, stops, missing = _write_video(tmp, frames, monitors, rate, size, frames_dir, every, stamps)
     return RenderStats(len(frames), missing, rate, size, alarms, stops, report)
 
 
 def _write_video(out: Path, frames: list, monitors: MonitorsConfig, rate: float, size: tuple[int, int],
-                 frames_dir: str | Path | None, every: int) -> tuple[int, int, int]:
+                 frames_dir: str | Path | None, every: int, stamps: set[int] | None = None) -> tuple[int, int, int]:
     """Draw every frame's overlay into the mp4 ``out``; returns (alarm frames, stop frames, frames without image)."""
     writer = cv2.VideoWriter(str(out), cv2.VideoWriter_fourcc(*"mp4v"), rate, size)
     if not writer.isOpened():
@@ -88,7 +90,9 @@ def _write_video(out: Path, frames: list, monitors: MonitorsConfig, rate: float,
                 img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
             bgr = cv2.cvtColor(img, cv2.COLOR_RGB2BGR)
             writer.write(bgr)
-            if pngs is not None and every > 0 and i % every == 0:
+            if pngs is not None and stamps is not None and frame.stamp_ns in stamps:
+                write_bytes(pngs / f"stamp_{frame.stamp_ns}.png", cv2.imencode(".png", bgr)[1].tobytes())
+            elif pngs is not None and stamps is None and every > 0 and i % every == 0:
                 write_bytes(pngs / f"frame_{i:05d}.png", cv2.imencode(".png", bgr)[1].tobytes())
     finally:
         writer.release()

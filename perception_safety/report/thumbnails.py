@@ -62,18 +62,23 @@ def _window(shape: Sequence[int], box: Sequence[float] | None, aspect: float = 4
 
 def draw_reference(frame: Frame, ref: Mapping[str, Any], monitors: MonitorsConfig, truth: TruthStyle,
                    width: int = 240, crop: bool = True) -> bytes:
-    """JPEG of one referenced frame, drawn and (with ``crop``) cut around the reference's box, ``width`` px wide.
+    """One referenced frame drawn and (with ``crop``) cut around the reference's box, ``width`` px wide (0: as
+    large as the window): JPEG for a cropped thumbnail, PNG for a whole frame (with the legend).
 
-    Labels are drawn at the size they will have in the thumbnail (the overlay's text scaled by the shrink factor).
+    Labels are drawn at the size they will have in the picture (the overlay's text scaled by the shrink factor).
     """
     assert frame.image is not None
     x0, y0, cw, ch = _window(frame.image.shape, ref.get("box") if crop else None)
+    width = width or cw
     shrink = cw / width
     img = draw_overlay(frame, (), monitors, None, None, truth=truth, legend=not crop,
                        text_scale=max(0.5, shrink * THUMB_TEXT / (0.8 * max(0.3, frame.image.shape[0] / 900))))
     img = img[y0:y0 + ch, x0:x0 + cw]
-    img = cv2.resize(img, (width, max(1, round(ch / shrink))), interpolation=cv2.INTER_AREA)
-    return encode_jpeg(img, 72)
+    if width != cw:
+        img = cv2.resize(img, (width, max(1, round(ch / shrink))), interpolation=cv2.INTER_AREA)
+    if crop:
+        return encode_jpeg(img, 72)
+    return cv2.imencode(".png", cv2.cvtColor(img, cv2.COLOR_RGB2BGR))[1].tobytes()
 
 
 @dataclass(frozen=True)
@@ -90,8 +95,8 @@ class Thumb:
 
 
 def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: MonitorsConfig, truth: TruthStyle,
-               limit: int = 200, width: int = 240, tolerance_ns: int = 0) -> list[Thumb]:
-    """Thumbnails of ``refs`` (at most ``limit`` frames read), in the order given."""
+               limit: int = 200, width: int = 240, tolerance_ns: int = 0, crop: bool = True) -> list[Thumb]:
+    """Pictures of ``refs`` (at most ``limit`` frames read), in the order given (`draw_reference`)."""
     by_bag: dict[str, set[int]] = {}
     for r in refs[:limit]:
         by_bag.setdefault(str(r["bag"]), set()).add(int(r["stamp_ns"]))
@@ -115,5 +120,5 @@ def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: M
         elif f.image is None:
             out.append(Thumb(r, None, "the frame has no image"))
         else:
-            out.append(Thumb(r, draw_reference(f, r, monitors, truth, width)))
+            out.append(Thumb(r, draw_reference(f, r, monitors, truth, width, crop)))
     return out

@@ -54,6 +54,17 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
     assert re.search(r"alt='missed pedestrian at \d+\.\d m, episode 00\d-[^']+, t = \d+\.\d\d s' "
                      r"src='data:image/jpeg;base64,", decision)
     assert page.index("id='decision'") < page.index("id='warnings'") < page.index("id='s0'")
+    # the frames behind a cell: extracted with the overlay, and rendered exactly by `render --frames-of`
+    cells = res["evidence"]["cells"]
+    key = next(k for k in cells if k.startswith("cm:empty:ped@"))
+    ref = cells[key]["refs"][0]
+    assert main(["frames", str(out / "evaluation"), key, "--extract", str(tmp_path / "x")]) == 0
+    pngs = sorted((tmp_path / "x").glob("*.png"))
+    assert len(pngs) == len(cells[key]["refs"]) and pngs[0].read_bytes()[:4] == b"\x89PNG"
+    mine = {r["stamp_ns"] for r in cells[key]["refs"] if r["bag"] == ref["bag"]}
+    assert main(["render", ref["bag"], "--out", str(tmp_path / "v.mp4"), "--monitors", str(CONFIG / "monitors.yaml"),
+                 "--frames-dir", str(tmp_path / "r"), "--frames-of", str(out / "evaluation"), key]) == 0
+    assert {int(p.stem.split("_")[1]) for p in (tmp_path / "r").glob("stamp_*.png")} == mine
     # A second run reuses the finished episodes (resume) and gives the same results.json, byte for byte, except
     # the run's date in the provenance block (the only value that may change; the commit and hashes may not).
     first = (out / "evaluation" / "results.json").read_text()

@@ -34,3 +34,20 @@ def test_the_report_links_each_non_empty_cell_to_its_frames(evaluated):
             assert f"href='#{anchor(key)}'" in page
     # bags without images: the strip says so instead of showing nothing
     assert "no picture (the frame has no image)" in page
+
+
+def test_frames_lists_cells_prints_a_cell_and_names_the_cells_it_has(evaluated, capsys):
+    from perception_safety.cli import main
+
+    out, results, _ = evaluated
+    assert main(["frames", str(out)]) == 0
+    listing = capsys.readouterr().out
+    key, cell = next((k, c) for k, c in results["evidence"]["cells"].items() if k.startswith("cm:empty:"))
+    assert f"{key}: {cell['count']} occurrence(s), {len(cell['refs'])} frame(s)" in listing
+    assert main(["frames", str(out), key]) == 0
+    lines = capsys.readouterr().out.splitlines()[1:]
+    assert len(lines) == len(cell["refs"])
+    first = cell["refs"][0]
+    assert f"{first['bag']} {first['topic']} {first['stamp_ns']}" in lines[0]
+    assert main(["frames", str(out), "cm:nope:ped@0-10"]) == 2
+    assert "no cell 'cm:nope:ped@0-10'; cells with frames:" in capsys.readouterr().err

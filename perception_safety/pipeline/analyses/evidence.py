@@ -21,6 +21,7 @@ from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.report.html import Picture
 from perception_safety.report.overlay import TruthStyle
 from perception_safety.report.thumbnails import Thumb, alt_text, thumbnails
+from perception_safety.safe_io import write_bytes
 
 STRIP = 6
 """Thumbnails per cell strip (the cell keeps up to ``evaluate.evidence_per_cell`` references in results.json)."""
@@ -64,7 +65,7 @@ def _strip(key: str, cell: Mapping[str, Any], thumbs: Sequence[Thumb], files: Pa
                         f"({html.escape(t.missing)})</figcaption></figure>")
             continue
         name = f"{anchor(key)}_{i}.jpg"
-        (files / name).write_bytes(t.jpeg)
+        write_bytes(files / name, t.jpeg)
         figs.append(f"<figure><img loading='lazy' alt='{html.escape(t.alt)}' src='{rel}/{name}'>"
                     f"<figcaption>{html.escape(_short(t.ref))}</figcaption></figure>")
     return (f"<details class='ev' id='{anchor(key)}'><summary><code>{html.escape(key)}</code>: {cell['count']} "
