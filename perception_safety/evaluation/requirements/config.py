@@ -63,38 +63,33 @@ class VerificationRequirement(RequirementBase):
     max_speed: int | None = Field(None, ge=1)
 
 
-class RateRequirement(RequirementBase):
+class ClassSpanRequirement(RequirementBase):
+    """A number of one evaluation class (``class``), pooled or over a distance span (``distance: [lo, hi]``)."""
+
+    class_: str = Field(alias="class")
+    distance: tuple[float, float] | None = None
+    """``[lo, hi]`` metres; both must be bin edges. Omitted = pooled."""
+
+    @field_validator("distance")
+    @classmethod
+    def _ordered(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
+        if v is not None and not v[0] < v[1]:
+            raise ValueError(f"distance must be [lo, hi] with lo < hi, got {list(v)}")
+        return v
+
+
+class RateRequirement(ClassSpanRequirement):
     """Recall or precision of one evaluation class over a union of whole bins (``distance``) or pooled."""
 
     metric: Literal["recall", "precision"]
-    class_: str = Field(alias="class")
-    distance: tuple[float, float] | None = None
-    """``[lo, hi]`` metres; both must be bin edges. Omitted = the pooled matrix."""
-
-    @field_validator("distance")
-    @classmethod
-    def _ordered(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
-        if v is not None and not v[0] < v[1]:
-            raise ValueError(f"distance must be [lo, hi] with lo < hi, got {list(v)}")
-        return v
 
 
-class APRequirement(RequirementBase):
-    """COCO-style AP (``name: ap``), AP50 or AP75 of one evaluation class, pooled or in one distance bin; the
-    bounds are the episode bootstrap's (``detection_ap``)."""
+class APRequirement(ClassSpanRequirement):
+    """COCO-style AP (``name: ap``), AP50 or AP75 of one evaluation class, pooled or in one distance bin
+    (``distance`` = exactly one bin: AP is not summed over bins); bounds from the episode bootstrap."""
 
     metric: Literal["ap"]
-    class_: str = Field(alias="class")
     name: Literal["ap", "ap50", "ap75"] = "ap"
-    distance: tuple[float, float] | None = None
-    """``[lo, hi]`` metres of one distance bin (AP is not summed over bins). Omitted = pooled."""
-
-    @field_validator("distance")
-    @classmethod
-    def _ordered(cls, v: tuple[float, float] | None) -> tuple[float, float] | None:
-        if v is not None and not v[0] < v[1]:
-            raise ValueError(f"distance must be [lo, hi] with lo < hi, got {list(v)}")
-        return v
 
 
 class PCDRequirement(RequirementBase):
