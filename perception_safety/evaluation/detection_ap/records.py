@@ -85,7 +85,8 @@ class APRecords:
         gt_crowd: np.ndarray | None = None,
     ) -> None:
         """One image: classes are indices into ``classes`` (-1 = unmapped, left out); distances in metres (NaN =
-        unknown, for detections only); ``gt_crowd`` marks crowd/ignore regions of a class."""
+        unknown, for detections only); ``gt_crowd`` marks crowd/ignore regions: of their class (COCO ``iscrowd``),
+        or of every class when their label maps to none (KITTI ``DontCare``)."""
         det_classes = np.asarray(det_classes, dtype=np.int64)
         gt_classes = np.asarray(gt_classes, dtype=np.int64)
         crowd = np.zeros(len(gt_classes), bool) if gt_crowd is None else np.asarray(gt_crowd, dtype=bool)
@@ -95,10 +96,11 @@ class APRecords:
         lo = np.array([r[0] for r in ranges])[:, None]
         hi = np.array([r[1] for r in ranges])[:, None]
         ep = self._episode_index(episode)
+        anyclass = crowd & (gt_classes < 0)
         for c in np.unique(np.concatenate([det_classes, gt_classes])):
             if c < 0:
                 continue
-            ds, gs = det_classes == c, gt_classes == c
+            ds, gs = det_classes == c, (gt_classes == c) | anyclass
             gd = gt_d[gs][None, :]
             ignore = ~((gd >= lo) & (gd < hi))
             dd = det_d[ds][None, :]

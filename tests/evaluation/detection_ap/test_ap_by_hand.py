@@ -99,3 +99,16 @@ def test_records_merge_like_one_pass() -> None:
     whole = ap_results(records_from_frames(a + b, cfg, lambda f: f.frame_id[0]), n_boot=50)
     parts = records_from_frames(a, cfg, lambda f: "a").merge(records_from_frames(b, cfg, lambda f: "b"))
     assert ap_results(APRecords.from_json(parts.to_json()), n_boot=50) == whole
+
+
+def test_ignore_region_without_a_class_absorbs_detections_of_every_class() -> None:
+    rec = APRecords(("ped", "car"), (0.0, 100.0))
+    region = (0, 0, 100, 100)
+    rec.add_image(
+        "e", np.array([A, B, ELSEWHERE], float), np.array([0.9, 0.8, 0.7]), np.array([0, 1, 1]),
+        np.full(3, np.nan), np.array([region, (200, 0, 210, 10)], float), np.array([-1, 1]), np.array([5.0, 5.0]),
+        np.array([True, False]),
+    )  # fmt: skip
+    res = ap_results(rec, n_boot=0)
+    assert res["ped"]["pooled"]["detections"] == 0  # inside the class-less region: neither true nor false
+    assert res["car"]["pooled"]["false_positives_50"] == 0 and res["car"]["pooled"]["ground_truth"] == 1
