@@ -84,6 +84,13 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
         from perception_safety.pipeline.detection_ap import ap_partial
 
         out["detection_ap"] = ap_partial(frames, cfg, ep.episode)
+    elif "detection_ap" in analyses:  # 3D object lists: nuScenes-style AP by centre distance
+        from perception_safety.evaluation.detection_ap.centre_distance import centre_partial
+
+        mapper, names = ClassMapper(cfg.confusion), list(cfg.confusion.classes)
+        out["detection_ap_centre"] = centre_partial(
+            frames, ep.episode, lambda label: names[i] if (i := mapper(label)) >= 0 else None
+        )
     if "pcd" in analyses:
         out["pcd"] = pcd_parts(frames, cfg, source)
     if SPEED_BAND in cfg.evaluate.breakdowns:
@@ -155,6 +162,8 @@ class Reduced:
     verdict_notes: list[str] = field(default_factory=list)
     breakdowns: dict[str, dict[str, Group]] = field(default_factory=dict)
     detection_ap: Any = None
+    detection_ap_centre: Any = None
+    """(ground truth, detections) as `CentreObjects` for 3D object lists (nuScenes-style AP), else None."""
     """`APRecords` of all inputs' episodes (None when the analysis did not run)."""
     failed: dict[str, str] = field(default_factory=dict)
     """Bags whose map failed (not in the sums), with the reason."""
@@ -201,6 +210,11 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
     from perception_safety.pipeline.detection_ap import reduce_ap
 
     red.detection_ap = reduce_ap([ep for _, ep in episodes])
+    centre = [ep["detection_ap_centre"] for _, ep in episodes if "detection_ap_centre" in ep]
+    if centre:
+        from perception_safety.evaluation.detection_ap.centre_distance import concat_partials
+
+        red.detection_ap_centre = concat_partials(centre)
     names = [n for _, ep in episodes for n in ep.get("pcd", {})]
     for name in dict.fromkeys(names):
         parts = [ep["pcd"][name] for _, ep in episodes if name in ep.get("pcd", {})]

@@ -127,10 +127,6 @@ def run_evaluate(
                 "bird's-eye-view footprints in metres, not image boxes, so the image-region specs do not apply.",
                 "bbsl_not_for_3d")
         analyses = [a for a in analyses if a != "bbsl"]
-    if "detection_ap" in analyses and not cfg.image_boxes:
-        ev.warn("detection_ap", "COCO-style AP skipped: it matches image boxes by IoU, and 3D object lists carry "
-                "footprints in metres (their centre-distance AP: docs/objects3d.md).", "ap_not_for_3d")
-        analyses = [a for a in analyses if a != "detection_ap"]
     all_steps = (
         ("confusion", confusion.run),
         ("detection_ap", detection_ap.run),

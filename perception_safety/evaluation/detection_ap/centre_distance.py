@@ -13,7 +13,7 @@ from the ego (the benchmark's class ranges do the same with one range).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,23 +44,29 @@ class CentreObjects:
 
 
 def objects_from_frames(
-    frames: Iterable[Frame], episodes: Sequence[str] | None = None
+    frames: Iterable[Frame], episodes: Sequence[str] | None = None, classify: Callable[[str], str | None] | None = None
 ) -> tuple[CentreObjects, CentreObjects]:
     """Ground truth and detections of frames as `CentreObjects` (detections need a position).
 
-    ``episodes`` (one name per frame) is the resampling unit of the interval; default: one episode.
+    ``episodes`` (one name per frame) is the resampling unit of the interval; default: one episode. ``classify``
+    maps a label to its evaluation class (None: left out), e.g. the confusion matrices' class map.
     """
+    classify = classify or (lambda label: label)
     gt: list[tuple[int, str, float, float, float, str]] = []
     det: list[tuple[int, str, float, float, float, float, str]] = []
     for i, frame in enumerate(frames):
         ep = episodes[i] if episodes is not None else ""
         for g in frame.ground_truth:
+            if (name := classify(g.class_id)) is None:
+                continue
             x, y = g.box.center if g.position is None else g.position[:2]
-            gt.append((i, g.class_id, x, y, g.distance, ep))
+            gt.append((i, name, x, y, g.distance, ep))
         for d in frame.detections:
             if d.position is None:
                 raise ValueError(f"frame {i}: detection {d.class_id} has no position (not a 3D object list)")
-            det.append((i, d.class_id, d.position[0], d.position[1], float(d.distance or 0.0), d.score, ep))
+            if (name := classify(d.class_id)) is None:
+                continue
+            det.append((i, name, d.position[0], d.position[1], float(d.distance or 0.0), d.score, ep))
 
     def pack(rows: list[tuple[Any, ...]], scored: bool) -> CentreObjects:
         n = len(rows)
@@ -128,16 +134,42 @@ def centre_ap(gt: CentreObjects, pred: CentreObjects, class_id: str, threshold: 
     return (ap_from_precision(prec) if npos else None), npos, ntp
 
 
-def _cell(gt: CentreObjects, pred: CentreObjects, class_id: str, thresholds: Sequence[float]) -> dict[str, Any]:
-    per = {f"{t:g}m": centre_ap(gt, pred, class_id, t) for t in thresholds}
+def _mean_ap(gt: CentreObjects, pred: CentreObjects, class_id: str, thresholds: Sequence[float]) -> float | None:
+    aps = [a for t in thresholds if (a := centre_ap(gt, pred, class_id, t)[0]) is not None]
+    return float(np.mean(aps)) if aps else None
+
+
+def _cell(gt: CentreObjects, pred: CentreObjects, class_id: str, thresholds: Sequence[float],
+          draws: list[np.ndarray], episodes: np.ndarray, level: float) -> dict[str, Any]:
+    """One cell in the shape of the COCO-style table (``ap`` with ``ap_lower``/``ap_upper``), AP per threshold."""
+    per = {f"{t:g} m": centre_ap(gt, pred, class_id, t) for t in thresholds}
     aps = [v[0] for v in per.values() if v[0] is not None]
-    return {
+    g_eps = set(gt.episode[gt.classes == class_id].astype(str).tolist())
+    p_eps = set(pred.episode[pred.classes == class_id].astype(str).tolist())
+    cell: dict[str, Any] = {
         "ap": float(np.mean(aps)) if aps else None,
         "ap_by_threshold": {k: v[0] for k, v in per.items()},
         "true_positives_by_threshold": {k: v[2] for k, v in per.items()},
         "ground_truth": int(np.count_nonzero(gt.classes == class_id)),
-        "predictions": int(np.count_nonzero(pred.classes == class_id)),
+        "detections": int(np.count_nonzero(pred.classes == class_id)),
+        "episodes": len(g_eps | p_eps),
+        "ap_lower": None,
+        "ap_upper": None,
     }
+    if cell["ap"] is None:
+        cell["interval_note"] = "no ground truth: AP undefined"
+    elif not draws:
+        cell["interval_note"] = f"no interval: {len(episodes)} episode(s), need >= 2 to resample"
+    else:
+        values = [v for draw in draws if (v := _mean_ap(*_resample(gt, pred, episodes, draw), class_id,
+                                                            thresholds)) is not None]
+        if values:
+            tail = (1.0 - level) / 2.0
+            cell["ap_lower"], cell["ap_upper"] = (float(np.quantile(values, tail)),
+                                                  float(np.quantile(values, 1.0 - tail)))
+        cell["interval_note"] = (f"{100 * level:g} % percentile bootstrap over {len(episodes)} episodes "
+                                 f"({len(values)}/{len(draws)} resamples with ground truth)")
+    return cell
 
 
 def centre_ap_results(
@@ -149,48 +181,35 @@ def centre_ap_results(
     level: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """``class -> {pooled, bins: {"lo-hi m": cell}}`` with the mean AP over ``thresholds`` and, pooled, a percentile
-    bootstrap interval over episodes (None with fewer than 2 episodes: no interval without independent units)."""
+    """``{class: {"pooled": cell, "bins": {"[lo, hi)": cell}}}`` (the COCO-style table's shape): ``ap`` is the mean
+    AP over ``thresholds`` with a percentile bootstrap interval over episodes (none with fewer than 2 episodes:
+    no interval without independent units), ``ap_by_threshold`` each threshold's AP."""
     out: dict[str, Any] = {}
     classes = sorted(set(gt.classes.tolist()) | set(pred.classes.tolist()))
     episodes = np.unique(np.concatenate([gt.episode, pred.episode]).astype(str))
     rng = np.random.default_rng(seed)
     draws = [rng.integers(0, len(episodes), len(episodes)) for _ in range(n_boot)] if len(episodes) >= 2 else []
     for c in classes:
-        pooled = _cell(gt, pred, c, thresholds)
-        pooled["episodes"] = len(episodes)
-        pooled["interval"] = _bootstrap(gt, pred, c, thresholds, episodes, draws, level)
         bins = {}
         for lo, hi in itertools.pairwise(bin_edges):
             g = gt.select((gt.distance >= lo) & (gt.distance < hi))
             p = pred.select((pred.distance >= lo) & (pred.distance < hi))
-            bins[f"{lo:g}-{hi:g} m"] = _cell(g, p, c, thresholds)
-        out[c] = {"pooled": pooled, "bins": bins}
+            bins[f"[{lo:g}, {hi:g})"] = _cell(g, p, c, thresholds, draws, episodes, level)
+        out[c] = {"pooled": _cell(gt, pred, c, thresholds, draws, episodes, level), "bins": bins,
+                  "detections_without_distance": 0}
     return out
 
 
-def _bootstrap(gt: CentreObjects, pred: CentreObjects, class_id: str, thresholds: Sequence[float],
-               episodes: np.ndarray, draws: list[np.ndarray], level: float) -> list[float] | None:
-    if not draws:
-        return None
-    values = []
+def _resample(gt: CentreObjects, pred: CentreObjects, episodes: np.ndarray, draw: np.ndarray
+              ) -> tuple[CentreObjects, CentreObjects]:
+    """The objects of the drawn episodes; a copy of an episode drawn twice is a distinct set of samples."""
     gt_ep, pred_ep = gt.episode.astype(str), pred.episode.astype(str)
-    for draw in draws:
-        gparts, pparts = [], []
-        for copy, e in enumerate(episodes[draw]):
-            offset = (copy + 1) * 1_000_000_000  # copies of an episode are distinct samples
-            gi, pi = np.flatnonzero(gt_ep == e), np.flatnonzero(pred_ep == e)
-            gparts.append((gi, offset))
-            pparts.append((pi, offset))
-        g = _resampled(gt, gparts)
-        p = _resampled(pred, pparts)
-        aps = [a for t in thresholds if (a := centre_ap(g, p, class_id, t)[0]) is not None]
-        if aps:
-            values.append(float(np.mean(aps)))
-    if not values:
-        return None
-    a = (1.0 - level) / 2.0
-    return [float(np.quantile(values, a)), float(np.quantile(values, 1.0 - a))]
+    gparts, pparts = [], []
+    for copy, e in enumerate(episodes[draw]):
+        offset = (copy + 1) * 1_000_000_000
+        gparts.append((np.flatnonzero(gt_ep == e), offset))
+        pparts.append((np.flatnonzero(pred_ep == e), offset))
+    return _resampled(gt, gparts), _resampled(pred, pparts)
 
 
 def _resampled(objs: CentreObjects, parts: list[tuple[np.ndarray, int]]) -> CentreObjects:
@@ -198,3 +217,47 @@ def _resampled(objs: CentreObjects, parts: list[tuple[np.ndarray, int]]) -> Cent
     off = np.concatenate([np.full(len(i), o, dtype=np.int64) for i, o in parts]) if parts else np.zeros(0, np.int64)
     sel = objs.select(idx)
     return CentreObjects(sel.sample + off, sel.classes, sel.xy, sel.distance, sel.score, sel.episode)
+
+
+def to_json(objs: CentreObjects) -> dict[str, list[Any]]:
+    """The arrays as JSON lists (the evaluate map's partial)."""
+    return {"sample": objs.sample.tolist(), "classes": [str(c) for c in objs.classes], "xy": objs.xy.tolist(),
+            "distance": objs.distance.tolist(), "score": objs.score.tolist(),
+            "episode": [str(e) for e in objs.episode]}
+
+
+def _from_json(d: dict[str, list[Any]], offset: int) -> CentreObjects:
+    n = len(d["classes"])
+    return CentreObjects(
+        np.asarray(d["sample"], dtype=np.int64) + offset,
+        np.asarray(d["classes"], dtype=object),
+        np.asarray(d["xy"], dtype=np.float64).reshape(n, 2),
+        np.asarray(d["distance"], dtype=np.float64),
+        np.asarray(d["score"], dtype=np.float64),
+        np.asarray(d["episode"], dtype=object),
+    )
+
+
+def _concat(parts: Sequence[CentreObjects]) -> CentreObjects:
+    return CentreObjects(*(np.concatenate([getattr(p, f) for p in parts]) for f in
+                           ("sample", "classes", "xy", "distance", "score", "episode")))
+
+
+def centre_partial(frames: Sequence[Frame], episode: str, classify: Callable[[str], str | None] | None = None
+                   ) -> dict[str, Any]:
+    """The map's partial of one episode's frames: ground truth and detections as JSON, and the frame count."""
+    gt, det = objects_from_frames(frames, [f.episode or episode for f in frames], classify)
+    return {"frames": len(frames), "gt": to_json(gt), "det": to_json(det)}
+
+
+def concat_partials(parts: Sequence[dict[str, Any]]) -> tuple[CentreObjects, CentreObjects]:
+    """Ground truth and detections of all partials, frames renumbered so every partial's samples stay distinct."""
+    gts, dets, offset = [], [], 0
+    for p in parts:
+        gts.append(_from_json(p["gt"], offset))
+        dets.append(_from_json(p["det"], offset))
+        offset += int(p["frames"])
+    if not gts:
+        empty = {"sample": [], "classes": [], "xy": [], "distance": [], "score": [], "episode": []}
+        return _from_json(empty, 0), _from_json(empty, 0)
+    return _concat(gts), _concat(dets)

@@ -25,6 +25,11 @@ def ap_cell(cell: dict[str, Any], key: str) -> str:
 
 
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
+    if red.detection_ap_centre is not None:  # 3D object lists: AP by centre distance
+        from perception_safety.pipeline.analyses.detection_ap_centre import run_centre
+
+        run_centre(ev, red, cfg, out, ap_cell)
+        return
     rec = red.detection_ap
     if rec is None:
         return

@@ -134,15 +134,31 @@ def test_ap_per_distance_bin_and_episode_interval(converted):
     res = centre_ap_results(gt, pred, [0.0, 20.0, 50.0], n_boot=50)
     ped = res["pedestrian"]
     assert ped["pooled"]["episodes"] == 3
-    lo, hi = ped["pooled"]["interval"]
-    assert 0.0 <= lo <= ped["pooled"]["ap"] <= hi <= 1.0
-    near, far = ped["bins"]["0-20 m"], ped["bins"]["20-50 m"]
+    assert 0.0 <= ped["pooled"]["ap_lower"] <= ped["pooled"]["ap"] <= ped["pooled"]["ap_upper"] <= 1.0
+    near, far = ped["bins"]["[0, 20)"], ped["bins"]["[20, 50)"]
     assert near["ground_truth"] + far["ground_truth"] == ped["pooled"]["ground_truth"]
     # a bin's AP is the AP of the objects in it (independent recomputation on the filtered sets)
     keep_g, keep_p = gt.distance < 20.0, pred.distance < 20.0
     mean_ap = np.mean([centre_ap(gt.select(keep_g), pred.select(keep_p), "pedestrian", t)[0]
                        for t in NUSCENES_THRESHOLDS_M])
     assert near["ap"] == pytest.approx(mean_ap)
+
+
+def test_evaluate_on_the_converted_set_reports_ap_by_distance_and_recall(converted, tmp_path):
+    _, frames, root = converted
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("evaluate:\n  analyses: [confusion, detection_ap]\nconfusion:\n  classes: {ped: [pedestrian],"
+                   " obs: [car]}\n  matching: centre_distance\n  centre_distance_m: 2.0\n  bin_edges: [0, 20, 50]\n",
+                   encoding="utf-8")
+    assert main(["evaluate", str(root / "nusc.jsonl"), "--config", str(cfg), "--out", str(tmp_path / "o")]) == 0
+    res = json.loads((tmp_path / "o" / "results.json").read_text())
+    gt, pred = objects_from_frames(frames, [f.episode for f in frames])
+    ap = res["detection_ap"]["ped"]
+    expected = np.mean([centre_ap(gt, pred, "pedestrian", t)[0] for t in NUSCENES_THRESHOLDS_M])
+    assert ap["pooled"]["ap"] == pytest.approx(expected)
+    assert set(ap["bins"]) == {"[0, 20)", "[20, 50)"} and ap["pooled"]["episodes"] == 3
+    recall = {(m["bin"], m["label"]): m for m in res["confusion"]["metrics"]}
+    assert 0 < recall[("pooled", "ped")]["recall"] < 1
 
 
 def test_round_trip_keeps_detection_positions(converted):
