@@ -39,32 +39,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _base_monitors(args: argparse.Namespace, config: Path):
-    from perception_safety.io.config import load_model, load_yaml
-    from perception_safety.monitors.config import MonitorsConfig
-
-    if args.monitors:
-        return load_model(args.monitors, MonitorsConfig, section="monitors")
-    data = load_yaml(config)
-    if "monitors" in data:
-        return load_model(config, MonitorsConfig, section="monitors")
-    ref = (data.get("episodes") or {}).get("monitors_file") if isinstance(data.get("episodes"), dict) else None
-    if ref:
-        return load_model(config.parent / ref, MonitorsConfig, section="monitors")
-    return MonitorsConfig()
-
-
 def run(args: argparse.Namespace) -> int:
+    from perception_safety.io.config import load_model, load_yaml
     from perception_safety.io.paths import resolve_file
+    from perception_safety.monitors.config import MonitorsConfig
     from perception_safety.pipeline.evaluate_config import load_evaluate_config
     from perception_safety.pipeline.tuning import TuningRequest, run_tuning
     from perception_safety.pipeline.tuning.grid import TuningError
+    from perception_safety.pipeline.tuning.run import base_monitors
 
     if not 0 < args.alpha < 1:
         raise TuningError(f"--alpha must lie in (0, 1), got {args.alpha}")
     config = resolve_file(args.config, "--config")
     cfg, _ = load_evaluate_config(config)
-    base = _base_monitors(args, config)
+    if args.monitors:
+        base = load_model(args.monitors, MonitorsConfig, section="monitors")
+    else:
+        base = base_monitors(load_yaml(config), config.parent)
     req = TuningRequest(args.inputs, args.param, args.values, args.require, args.maximise, args.speed,
                         args.initial_speed, args.alpha)
     doc = run_tuning(req, cfg, base, args.out, progress=lambda bag: print(f"judged {bag}", flush=True))

@@ -66,6 +66,33 @@ class EvaluateSection(BaseModel):
     """Frame references kept per confusion cell, failure kind and alarm (the most informative; 0 = none)."""
 
 
+class TuningSection(BaseModel):
+    """Section ``tuning``: `tune-monitor` inside `evaluate` on the same inputs (docs/monitor-tuning.md)."""
+
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
+
+    params: list[str] = Field(min_length=1)
+    """Numeric monitor parameters, e.g. ``monitors.contrast.threshold``."""
+    values: list[str] = Field(min_length=1)
+    """One value list per parameter: ``"a,b,c"`` or ``"start:stop:n"``."""
+    require: list[str] = Field(default_factory=list)
+    """Requirements on bounds, e.g. ``"rh_sys<=0.05"``."""
+    maximise: Literal["availability", "safety", "availability_sys", "safety_sys"] = "availability"
+    speed: int | None = Field(default=None, ge=1)
+    initial_speed: int | None = Field(default=None, ge=0)
+    alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
+
+
+class ModelCheckSection(BaseModel):
+    """Section ``model_check``: are these inputs consistent with the model of a previous `evaluate`?"""
+
+    model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
+
+    model: str
+    """The previous run's ``--out`` folder (results.json, partials/); relative to the config file's folder."""
+    alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
+
+
 class EvaluateConfig(BaseModel):
     """All sections `evaluate` reads; each is validated by its analysis' own model."""
 
@@ -82,6 +109,10 @@ class EvaluateConfig(BaseModel):
     returns: ReturnsConfig = ReturnsConfig()
     requirements: list[Requirement] = Field(default_factory=list)
     """What the numbers must meet (docs/requirements.md); `evaluate --check` exits 3 unless all pass."""
+    tuning: TuningSection | None = None
+    """Monitor operating points on the same inputs (`tune-monitor`), in the report when given."""
+    model_check: ModelCheckSection | None = None
+    """Check these inputs against a previous run's confusion model (`validate-model`), in the report when given."""
     executor: ExecutorConfig = ExecutorConfig()
     """Where the map runs (``--executor``, ``--jobs``, ``--ray-address`` override it)."""
     base_dir: str = "."

@@ -140,6 +140,15 @@ def run_evaluate(
     episodes, notes = returns.read_episodes(episode_logs) if "returns" in analyses else ([], [])
     if episodes:
         steps.append(("returns", lambda ev, red, cfg, out: returns.run(ev, episodes, notes, cfg, out)))
+    if cfg.tuning is not None:
+        from perception_safety.pipeline.analyses.tuning import run_tuning_step
+
+        steps.append(("tuning", lambda ev, red, cfg, out: run_tuning_step(ev, cfg, config_text, out,
+                                                                                      [str(b) for b in bags])))
+    if cfg.model_check is not None:
+        from perception_safety.pipeline.analyses.tuning import run_model_check_step
+
+        steps.append(("model_check", lambda ev, red, cfg, out: run_model_check_step(ev, red, cfg, config_text, out)))
     if "verification" in analyses:  # after returns: its table puts the empirical E1/E2 beside the model's
         steps.append(("monitor_loop", lambda ev, red, cfg, out: monitor_loop.run(ev, red, cfg, out, episodes)))
     clock.lap("episode_logs")

@@ -92,18 +92,15 @@ def _worst_phi(dc: DistanceConfusion, cfg: EvaluateConfig) -> dict[str, Any]:
     return out
 
 
-def validate(results_dir: Path, inputs: Sequence[str], cfg: EvaluateConfig, config_text: str, out: Path,
-             alpha: float = 0.05) -> dict[str, Any]:
-    """The comparison document (validity.json); ``holds`` is False when a column moved."""
-    results, old = load_run(results_dir, cfg)
-    notes: list[str] = []
+def compare(results_dir: Path, results: dict[str, Any], old: DistanceConfusion, new: DistanceConfusion,
+            cfg: EvaluateConfig, config_text: str, notes: list[str], alpha: float = 0.05) -> dict[str, Any]:
+    """The comparison document of the model's counts ``old`` and new counts ``new`` (validity.json)."""
+    notes = list(notes)
     sha = hashlib.sha256(config_text.encode("utf-8")).hexdigest()
     recorded = (results.get("provenance") or {}).get("config_sha256")
     if recorded and recorded != sha:
         notes.append("the config given is not the one the model was evaluated with (sha256 differs): class map, "
                      "bins or matching may differ, and so may the counts")
-    new, more = new_counts(inputs, cfg, out)
-    notes += more
     if list(old.bin_edges) != list(new.bin_edges) or list(old.class_labels) != list(new.class_labels):
         raise ValidityError("the new counts have other bins or classes than the model's")
     names = [f"[{a:g}, {b:g}) m" for a, b in old.bin_edges]
@@ -113,10 +110,9 @@ def validate(results_dir: Path, inputs: Sequence[str], cfg: EvaluateConfig, conf
         k = 1 if dc.clusters is None else len(dc.clusters.ids)
         if k < 10:
             notes.append(f"the {side} holds {k} episode(s): a shift can hide in the noise (see min_detectable_shift)")
-    doc = {
+    return {
         "format": FORMAT,
         "model": str(results_dir),
-        "new_inputs": list(inputs),
         "alpha": alpha,
         "method": "per column: detection rate P(pred = true | true) old vs new, cluster-robust variances (episodes "
                   "as the unit, floored at binomial), Student t with min(episodes) - 1 df, Holm over columns",
@@ -129,6 +125,15 @@ def validate(results_dir: Path, inputs: Sequence[str], cfg: EvaluateConfig, conf
         "notes": notes,
         "complete": True,
     }
+
+
+def validate(results_dir: Path, inputs: Sequence[str], cfg: EvaluateConfig, config_text: str, out: Path,
+             alpha: float = 0.05) -> dict[str, Any]:
+    """`validate-model`: the model's run against new inputs mapped here; ``holds`` is False when a column moved."""
+    results, old = load_run(results_dir, cfg)
+    new, notes = new_counts(inputs, cfg, out)
+    doc = compare(results_dir, results, old, new, cfg, config_text, notes, alpha)
+    doc["new_inputs"] = list(inputs)
     return doc
 
 

@@ -167,3 +167,24 @@ def test_choose_and_pareto_by_hand():
     assert pareto_front(rows) == [0, 1]  # 2 and 3 are beaten by 1 (SG at least as high, AC lower)
     sel = choose(rows, [parse_requirement("rh<=0.01")], "availability")
     assert sel["chosen"] is None and sel["nearest"] == 3 and sel["nearest_miss"] == pytest.approx(0.04)
+
+
+def test_evaluate_shows_tuning_and_the_model_check_when_configured(tmp_path):
+    """`evaluate` with `tuning` and `model_check` sections: both in results.json and as report sections."""
+    recorded(tmp_path / "bags", n_bags=3, n=16, seed=7)
+    base = CONFIG + "evaluate:\n  analyses: [confusion]\n"
+    (tmp_path / "first.yaml").write_text(base)
+    assert main(["evaluate", str(tmp_path / "bags"), "--config", str(tmp_path / "first.yaml"),
+                 "--out", str(tmp_path / "model")]) == 0
+    (tmp_path / "c.yaml").write_text(base + "tuning:\n  params: [monitors.contrast.threshold]\n"
+                                     "  values: ['10,600,5000']\n  require: ['rh<=0.9']\n"
+                                     "model_check:\n  model: model\n")
+    assert main(["evaluate", str(tmp_path / "bags"), "--config", str(tmp_path / "c.yaml"),
+                 "--out", str(tmp_path / "out")]) == 0
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert [r["label"] for r in res["tuning"]["rows"]] == [f"contrast.threshold={v}" for v in (10, 600, 5000)]
+    assert res["tuning"]["selection"]["chosen"] is not None
+    assert res["model_check"]["holds"] is True  # the same recordings: nothing moved
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "Monitor operating points (tuning)" in html and "model check" in html
+    assert (tmp_path / "out" / "tuning" / "monitors.tuned.yaml").is_file()

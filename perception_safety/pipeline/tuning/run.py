@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,20 @@ class TuningRequest:
     speed: int | None = None
     initial_speed: int | None = None
     alpha: float = 0.05
+
+
+def base_monitors(data: Mapping[str, Any], base_dir: Path) -> MonitorsConfig:
+    """The monitors a sweep starts from: the config's ``monitors`` section, else the file its
+    ``episodes.monitors_file`` names (relative to ``base_dir``), else the defaults."""
+    from perception_safety.io.config import load_model, model_from_mapping
+
+    if "monitors" in data:
+        return model_from_mapping(data["monitors"] or {}, MonitorsConfig, "config", "monitors")
+    episodes = data.get("episodes")
+    ref = episodes.get("monitors_file") if isinstance(episodes, Mapping) else None
+    if ref:
+        return load_model(base_dir / str(ref), MonitorsConfig, section="monitors")
+    return MonitorsConfig()
 
 
 def _perception_inputs(inputs: Sequence[str], notes: list[str]) -> list[MapInput]:
