@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     """Compute (or load and sum) the matrices of every input and write JSON, CSV and heatmaps."""
     from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
     from perception_safety.evaluation.confusion.io import load_matrices, write_csv, write_json, write_metrics_csv
-    from perception_safety.evaluation.confusion.metrics import class_metrics, metrics_to_json
+    from perception_safety.evaluation.confusion.metrics import class_metrics, metrics_to_json, sampling_warnings
     from perception_safety.evaluation.confusion.uncertainty import (
         thin_column_messages,
         thin_columns,
@@ -194,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
         raise PerceptionSafetyError(f"{out}: cannot create output directory: {exc.strerror or exc}") from exc
     rows = class_metrics(dc, cfg.alpha, cfg.min_samples)
     thin = thin_columns(dc, cfg.min_samples)
-    warnings = thin_column_messages(thin, cfg.min_samples)
+    warnings = thin_column_messages(thin, cfg.min_samples) + sampling_warnings(dc, cfg.alpha, cfg.min_clusters)
     if cfg.sample_unit == "track_window" and acc is not None:
         from perception_safety.evaluation.confusion.windows import sample_unit_note, untracked_warning
 
@@ -234,7 +234,8 @@ def _recall_cell(r: Any) -> str:
     if r.recall is None:
         return "-"
     flag = " thin" if r.thin else ""
-    return f"{r.recall:.3f} [{r.recall_lower:.3f}, {r.recall_upper:.3f}] ({r.ground_truth}){flag}"
+    unit = "" if r.clusters is None else f" {r.clusters} ep."
+    return f"{r.recall:.3f} [{r.recall_lower:.3f}, {r.recall_upper:.3f}] ({r.ground_truth}{unit}){flag}"
 
 
 def _print_summary(dc: Any, rows: list[Any], notes: list[str]) -> None:
