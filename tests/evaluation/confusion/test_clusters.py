@@ -110,3 +110,17 @@ def test_reference_matrices_keep_plain_clopper_pearson(tmp_path) -> None:
     r = next(m for m in class_metrics(ref) if m.bin == "0" and m.label == ref.class_labels[0])
     lo, hi = clopper_pearson(r.true_positives, r.ground_truth)
     assert (r.recall_lower, r.recall_upper) == (float(lo), float(hi)) and r.recall_design_effect == 1.0
+
+
+@pytest.mark.parametrize("pitch_deg", [0.0, -5.0, 3.0])
+def test_ground_distance_equals_the_monitors_flat_ground_back_projection(pitch_deg: float) -> None:
+    # Independent implementation: the metric monitor regions' camera (monitors/regions/ground.py), x forward.
+    from perception_safety.core.camera import Intrinsics
+    from perception_safety.monitors.regions.ground import GroundCamera as RegionCamera
+
+    k = Intrinsics(fx=700.0, fy=690.0, cx=640.0, cy=360.0, width=1280, height=720)
+    pitch = math.radians(pitch_deg)
+    rows = np.linspace(380.0, 719.0, 25)
+    x, _, hit = RegionCamera(k, 1.4, pitch).to_ground(np.full_like(rows, 640.0), rows)
+    ours = ground_distance(rows, GroundCamera(fy=690.0, cy=360.0, height_m=1.4, pitch_rad=pitch))
+    assert np.allclose(ours[hit], x[hit]) and np.isnan(ours[~hit]).all()
