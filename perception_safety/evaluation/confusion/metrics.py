@@ -137,9 +137,10 @@ def sampling_warnings(dc: DistanceConfusion, alpha: float = 0.05, min_clusters: 
     out: list[str] = []
     rep = dc.report
     if dc.clusters is None:
+        missing = rep.get("frames_without_episode", 0)
         why = (
-            f"{rep['frames_without_episode']} frame(s) carry no episode"
-            if rep.get("frames_without_episode")
+            f"{missing} of {rep.get('frames', 0)} frame(s) carry no episode"
+            if 0 < missing < rep.get("frames", 0)
             else "the input carries no episode information"
         )
         out.append(
