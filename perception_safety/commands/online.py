@@ -16,6 +16,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--params", default="config/online.yaml",
                    help="ROS 2 params file with the node sections and an 'online' section (default config/online.yaml)")
     p.add_argument("--nodes", nargs="+", metavar="NODE", help="start only these nodes (default: the file's list)")
+    p.add_argument("--record", metavar="DIR", default=None,
+                   help="also write everything the nodes publish (verdicts, stop requests, diagnostics, overlay "
+                   "markers) as a new MCAP bag in DIR (must not exist)")
+    p.add_argument("--record-images", action="store_true", help="with --record: include the drawn overlay images")
     p.set_defaults(func=run)
 
 
@@ -23,4 +27,4 @@ def run(args: argparse.Namespace) -> int:
     from perception_safety.io.paths import resolve_file
     from perception_safety.ros.online import run_online
 
-    return run_online(resolve_file(args.params, "--params"), args.nodes)
+    return run_online(resolve_file(args.params, "--params"), args.nodes, args.record, args.record_images)

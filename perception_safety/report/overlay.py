@@ -78,15 +78,19 @@ def _box(img: np.ndarray, b: Sequence[float], colour: tuple[int, int, int], thic
     cv2.rectangle(img, _pt(b[0], b[1]), _pt(b[2], b[3]), colour, thick, cv2.LINE_8)
 
 
-def _outlines(frame: Frame, config: MonitorsConfig, img: np.ndarray) -> dict[str, np.ndarray]:
-    """The regions' polygons on this image (a region that does not fit the camera is not drawn: the monitors
-    report it as a configuration error)."""
+def region_polygons(frame: Frame, config: MonitorsConfig, size: tuple[int, int]) -> dict[str, np.ndarray]:
+    """The regions' polygons (pixels) on an image of ``size`` (width, height); shared with `ros.annotations`."""
     from perception_safety.monitors.regions.outline import region_outlines
     from perception_safety.monitors.regions.resolve import CameraInUse
 
-    size = (int(img.shape[1]), int(img.shape[0]))
     camera = CameraInUse(size, frame.camera if frame.camera is not None and frame.camera.size == size else None)
     return region_outlines(config, camera, frame.ego.speed if frame.ego is not None else None)[0]
+
+
+def _outlines(frame: Frame, config: MonitorsConfig, img: np.ndarray) -> dict[str, np.ndarray]:
+    """The regions' polygons on this image (a region that does not fit the camera is not drawn: the monitors
+    report it as a configuration error)."""
+    return region_polygons(frame, config, (int(img.shape[1]), int(img.shape[0])))
 
 
 @dataclass(frozen=True)
@@ -97,22 +101,33 @@ class TruthStyle:
     class_aware: bool = False
 
 
-def _draw_truth(img: np.ndarray, frame: Frame, style: TruthStyle, scale: float, thick: int) -> set[str]:
-    """Ground truth (white; missed: red, with its distance), detections matched (green) or false (pink)."""
+DEFAULT_TRUTH = TruthStyle()
+"""The evaluation's default matching (IoU 0.5, class-agnostic)."""
+
+
+def truth_marks(frame: Frame, style: TruthStyle) -> tuple[list[bool], list[bool]]:
+    """``(missed per ground-truth object, false per detection)`` by the evaluation's matching rule; the one source
+    of the markers of the drawn overlay and of the viewer annotations (`ros.annotations`)."""
     m = match_boxes(frame.detection_boxes(), frame.ground_truth_boxes(), style.iou_threshold,
                     [d.class_id for d in frame.detections], [g.class_id for g in frame.ground_truth], style.class_aware)
-    hit = m.detection_for_gt()
+    false = set(m.unmatched_detections.tolist())
+    return [bool(h < 0) for h in m.detection_for_gt()], [k in false for k in range(len(frame.detections))]
+
+
+def _draw_truth(img: np.ndarray, frame: Frame, style: TruthStyle, scale: float, thick: int) -> set[str]:
+    """Ground truth (white; missed: red, with its distance), detections matched (green) or false (pink)."""
+    missed, false_det = truth_marks(frame, style)
     shown = {"ground truth"}
     for i, g in enumerate(frame.ground_truth):
         b = g.box.as_tuple()
-        if hit[i] < 0:
+        if missed[i]:
             _box(img, b, MISSED, thick * 2)
             _label(img, f"MISSED {g.class_id} {g.distance:.1f} m", b[0], b[3] + 16 * scale, MISSED, scale * 0.8, 1)
             shown.add("missed")
         else:
             _box(img, (b[0] - thick, b[1] - thick, b[2] + thick, b[3] + thick), TRUTH, 1)
             _label(img, f"{g.distance:.1f} m", b[0], b[3] + 16 * scale, TRUTH, scale * 0.7, 1)
-    false = set(m.unmatched_detections.tolist())
+    false = {k for k, f in enumerate(false_det) if f}
     for k, d in enumerate(frame.detections):
         b = d.box.as_tuple()
         colour = FALSE_DET if k in false else MATCHED
@@ -163,7 +178,7 @@ def draw_overlay(
     state: OverlayState | None = None,
     stop: bool | None = None,
     size: tuple[int, int] = (1280, 720),
-    truth: TruthStyle | None = TruthStyle(),
+    truth: TruthStyle | None = DEFAULT_TRUTH,
     legend: bool = True,
     text_scale: float = 1.0,
 ) -> np.ndarray:

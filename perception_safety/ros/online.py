@@ -75,9 +75,11 @@ def ros_args(params_file: str | Path, cfg: OnlineConfig) -> list[str]:
     return args
 
 
-def run_online(params_file: str | Path, only: Sequence[str] | None = None) -> int:
+def run_online(params_file: str | Path, only: Sequence[str] | None = None, record: str | Path | None = None,
+               record_images: bool = False) -> int:
     """Start the configured nodes in one process and spin them until SIGINT/SIGTERM; the exit code
-    (`ros.runner.run_nodes`: the nodes' own clean shutdown and DDS transport selection, config errors -> 2)."""
+    (`ros.runner.run_nodes`: the nodes' own clean shutdown and DDS transport selection, config errors -> 2).
+    With ``record``, everything the nodes publish is also written as a new MCAP bag there (`ros.recorder`)."""
     from rclpy.executors import MultiThreadedExecutor
 
     from perception_safety.ros.runner import run_nodes
@@ -88,6 +90,13 @@ def run_online(params_file: str | Path, only: Sequence[str] | None = None) -> in
     if unknown:
         raise ConfigError(f"--nodes: unknown node(s) {unknown} (known: {', '.join(NODE_MODULES)})")
     factories = [partial(importlib.import_module(NODE_MODULES[n]).make_node, n) for n in names]
+    if record is not None:
+        from perception_safety.ros.recorder import check_record_dir, make_recorder
+
+        out = check_record_dir(record)
+        made: list = []
+        factories = [lambda f=f: made.append(f()) or made[-1] for f in factories]
+        factories.append(lambda: make_recorder(made, out, record_images))
     print(f"online: starting {', '.join(names)} (Ctrl-C to stop)", file=sys.stderr, flush=True)
     return run_nodes(factories, ["perception-safety-online", *ros_args(params_file, cfg)],
                      executor_factory=lambda: MultiThreadedExecutor(num_threads=cfg.threads or None))

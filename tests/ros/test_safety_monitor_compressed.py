@@ -13,7 +13,7 @@ from .test_safety_monitor_node import H, W, _params, _row_variance, _values
 
 pytestmark = pytest.mark.ros
 
-CAM, INFO, DETS = "/ctest/cam", "/ctest/camera_info", "/ctest/dets"
+CAM, INFO, DETS, GT = "/ctest/cam", "/ctest/camera_info", "/ctest/dets", "/ctest/gt"
 
 
 @pytest.fixture(scope="module")
@@ -21,18 +21,21 @@ def compressed_monitor(ros_client, ros_tools, tmp_path_factory):
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import CameraInfo, CompressedImage, Image
     from vision_msgs.msg import Detection2DArray
+    from visualization_msgs.msg import ImageMarker
 
     tmp = tmp_path_factory.mktemp("compressed")
     params = _params(tmp, ros_tools, "cmonitor", image_transport="compressed",
                      topics={"image": CAM, "camera_info": INFO, "detections": DETS},
-                     overlay={"enabled": True, "max_rate_hz": 2.0})
+                     overlay={"enabled": True, "max_rate_hz": 2.0, "ground_truth": GT})
     proc = ros_tools.NodeProcess("safety_monitor", "cmonitor", params, None, tmp)
     pubs = {"image": ros_client.publisher(CompressedImage, CAM + "/compressed"),
             "info": ros_client.publisher(CameraInfo, INFO),
-            "dets": ros_client.publisher(Detection2DArray, DETS)}
+            "dets": ros_client.publisher(Detection2DArray, DETS),
+            "gt": ros_client.publisher(Detection2DArray, GT)}
     out = {"results": ros_client.collect(DiagnosticArray, "/cmonitor/monitor_results"),
            "diag": ros_client.collect(DiagnosticArray, "/diagnostics"),
-           "overlay": ros_client.collect(Image, "/cmonitor/overlay")}
+           "overlay": ros_client.collect(Image, "/cmonitor/overlay"),
+           "markers": ros_client.collect(ImageMarker, "/cmonitor/overlay/markers")}
     ok = ros_tools.wait_until(lambda: not proc.alive() or (all(p.get_subscription_count() > 0 for p in pubs.values())
                               and ros_client.node.count_publishers("/cmonitor/monitor_results") > 0), timeout=30)
     assert ok and proc.alive(), proc.output()
@@ -141,3 +144,31 @@ def test_overlay_is_published_rate_limited_by_frame_stamp(compressed_monitor, ro
     assert (msg.width, msg.height, msg.encoding) == (W, H, "rgb8")
     pixels = np.frombuffer(bytes(msg.data), np.uint8).reshape(H, W, 3)
     assert (pixels != 90).any(axis=2).mean() > 0.02  # the drawing is on it (regions, detection, verdicts)
+
+
+def test_overlay_markers_show_ground_truth_missed_and_false_detections(compressed_monitor, ros_tools):
+    """With the ground-truth topic, the frame's object is drawn (missed: no detection overlaps it) and the frame's
+    only detection is marked false; the verdict disc is there. Colours are the drawn overlay's."""
+    from perception_safety.core.types import Box, GroundTruthObject
+    from perception_safety.io.image_codec import encode_jpeg
+    from perception_safety.report.overlay import FALSE_DET, MISSED
+    from perception_safety.ros import convert
+    from perception_safety.ros.convert import stamp_to_ns
+
+    proc, pubs, out = compressed_monitor
+    stamp = 90_000_000_000
+    person = GroundTruthObject.at_position(Box(30.0, 10.0, 50.0, 60.0), "pedestrian", (7.0, 0.0, 0.0))
+    pubs["gt"].publish(convert.ground_truth_array_msg([person], stamp))
+    time.sleep(0.3)
+    _frame(pubs, stamp, encode_jpeg(np.full((H, W, 3), 90, np.uint8)))
+    _wait_result(out, stamp, ros_tools)
+
+    def mine():
+        return [m for m in list(out["markers"]) if stamp_to_ns(m.header.stamp) == stamp]
+    assert ros_tools.wait_until(lambda: {m.ns for m in mine()} >= {"ground_truth", "detections", "verdict"},
+                                timeout=10), proc.output()
+    (gt,) = [m for m in mine() if m.ns == "ground_truth"]
+    (det,) = [m for m in mine() if m.ns == "detections"]
+    assert [(p.x, p.y) for p in gt.points] == [(30.0, 10.0), (50.0, 10.0), (50.0, 60.0), (30.0, 60.0)]
+    assert round(gt.outline_color.r * 255) == MISSED[0] and round(gt.outline_color.g * 255) == MISSED[1]
+    assert round(det.outline_color.b * 255) == FALSE_DET[2] and gt.header.frame_id == "camera"
