@@ -19,6 +19,7 @@ INSTALL_REQUIRES = [
     "PyYAML>=6.0,<7",
     "rich>=13.7,<16",
     "matplotlib>=3.8,<4",
+    "pillow>=10,<14",  # report figures re-encoded as palette PNGs (report/html.compact_png)
     "lark>=1.1,<2",
     "z3-solver>=4.12,<6",
 ]
