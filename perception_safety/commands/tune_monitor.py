@@ -78,5 +78,7 @@ def run(args: argparse.Namespace) -> int:
         near = doc["rows"][sel["nearest"]]["label"] if sel.get("nearest") is not None else "-"
         print(f"no operating point meets {', '.join(sel['requirements'])}; nearest {near} misses by "
               f"{sel['nearest_miss']:.3g}")
+    for w in doc["warnings"]:
+        print(f"warning: {w}")
     print(f"wrote {args.out / 'tuning.json'}, {args.out / 'tuning.html'}")
     return 0 if sel.get("chosen") is not None or not sel["requirements"] else 1

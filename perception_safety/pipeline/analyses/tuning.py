@@ -32,6 +32,8 @@ def run_tuning_step(ev: Evaluation, cfg: EvaluateConfig, config_text: str, out: 
                                      **{k: figure(r, k) for k in ("SG", "RH", "AC", "SG_sys", "RH_sys", "AC_sys")}}
                                     for r in rows]
     sec = ev.report.section("Monitor operating points (tuning)")
+    for w in doc["warnings"]:
+        ev.warn("tuning", w, "tuning_sweep")
     if sel.get("chosen") is not None:
         sec.text(f"Chosen: {rows[sel['chosen']]['label']}, meeting {', '.join(sel['requirements']) or 'no requirement'}"
                  f" by its simultaneous bounds ({sel['objective_bound']} {sel['objective_value']:.3g}); written to "

@@ -72,6 +72,10 @@ def operating_points(base: MonitorsConfig, params: Sequence[str], values: Sequen
     """Every combination of the parameters' values, each validated as the node would validate it."""
     if len(params) != len(values) or not params:
         raise TuningError("give each --param its own --values (as many --values as --param)")
+    repeated = sorted({p for p in params if list(params).count(p) > 1})
+    if repeated:
+        raise TuningError(f"--param {', '.join(repeated)} given more than once: give one --param per parameter "
+                          "with all its values in one --values")
     grids = []
     for param, spec in zip(params, values, strict=True):
         path = param.split(".")

@@ -49,12 +49,12 @@ def system_figures(episodes: Sequence[EpisodeJudgements], point: int, confusion:
     alarms: list[bool | None] = [bool(a) for e in episodes for a in e.alarms[point]]
     split = split_by_verdict(frames, alarms, confusion, "tuning")
     V = speed if speed is not None else max(verification.max_speeds)
-    cfg = verification.model_copy(update={"alpha": alpha, "max_speeds": [V]})
+    v0 = initial_speed if initial_speed is not None else V
+    cfg = verification.model_copy(update={"alpha": alpha, "max_speeds": [V], "initial_speeds": [v0]})
     try:
         doc = system_metrics(split, cfg)
     except VerificationError as exc:
         return {"error": str(exc)}
-    v0 = initial_speed if initial_speed is not None else V
     variant = cfg.monitor_loop.variants[0]
     out: dict[str, Any] = {"variant": variant, "max_speed": V, "initial_speed": v0,
                            "hazard_env": cfg.monitor_loop.hazard_envs[0] if cfg.monitor_loop.hazard_envs else None,

@@ -102,12 +102,13 @@ def tuning_html(doc: dict[str, Any], png: bytes) -> str:
     )
     img = base64.b64encode(png).decode("ascii")
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in doc["notes"])
+    warns = "".join(f"<p class='bad'>Warning: {html.escape(w)}</p>" for w in doc.get("warnings", []))
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Monitor operating points</title>
 <style>body{{font-family:system-ui,sans-serif;max-width:1100px;margin:1em auto;color:#222}}
 table{{border-collapse:collapse;font-size:13px}}td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}
 td:first-child{{text-align:left}}.ok{{background:#e8f5e9;padding:.6em}}.bad{{background:#fdecea;padding:.6em}}
 tr.chosen{{background:#fff3cd}}</style></head><body>
-<h1>Is the monitor worth it, and at which threshold?</h1>{head}
+<h1>Is the monitor worth it, and at which threshold?</h1>{head}{warns}
 <p>{len(rows)} operating points of {html.escape(', '.join(doc['params']))}; {doc['frames']} frames in
 {doc['episodes']} episodes (the independent unit). Every interval holds simultaneously over all points at
 {100 * doc['level']:g} % (each at alpha = {doc['alpha_per_interval']:.3g}).</p>

@@ -11,6 +11,7 @@ from perception_safety.io.bag_inputs import MONITORED, PERFECT, select_bags
 from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.pipeline.bag_pass import MapInput
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.pipeline.tuning.checks import check_images, check_speeds, sweep_warnings
 from perception_safety.pipeline.tuning.grid import TuningError, operating_points
 from perception_safety.pipeline.tuning.metrics import e1_figures, system_figures
 from perception_safety.pipeline.tuning.report import tradeoff_figure, write_outputs
@@ -74,11 +75,13 @@ def run_tuning(req: TuningRequest, cfg: EvaluateConfig, base: MonitorsConfig, ou
     """Sweep, compute, choose, write; returns the ``tuning.json`` document."""
     requirements = [parse_requirement(r) for r in req.requirements]
     points = operating_points(base, req.params, req.values)
+    check_speeds(req.speed, req.initial_speed, cfg.verification)
     notes: list[str] = []
     inputs = _perception_inputs(req.inputs, notes)
     episodes, report = sweep_inputs(inputs, cfg.bags.topics, cfg.bags.tolerance_ns, points, cfg.returns.e1, progress)
     if not any(e.tau for e in episodes):
         raise TuningError("the inputs hold no frame")
+    warnings = check_images(req.params, episodes)
     per_interval = req.alpha / (len(points) * max(1, len(requirements)))
     rows = []
     for p in points:
@@ -88,6 +91,7 @@ def run_tuning(req: TuningRequest, cfg: EvaluateConfig, base: MonitorsConfig, ou
         rows.append({"index": p.index, "label": p.label, "params": dict(p.values), "e1": e1, "system": system})
     front = pareto_front(rows)
     selection = choose(rows, requirements, req.objective)
+    warnings += sweep_warnings(episodes, rows, selection)
     n_frames = sum(len(e.tau) for e in episodes)
     if len(episodes) < 10:
         notes.append(f"only {len(episodes)} episodes (independent units): the intervals are wide and a requirement "
@@ -114,6 +118,7 @@ def run_tuning(req: TuningRequest, cfg: EvaluateConfig, base: MonitorsConfig, ou
         "rows": rows,
         "pareto_front": front,
         "selection": selection,
+        "warnings": warnings,
         "notes": notes,
         "complete": True,
     }

@@ -49,6 +49,10 @@ def parse_requirement(text: str) -> TuningRequirement:
         bound = float(m.group(3))
     except ValueError:
         raise TuningError(f"--require {text!r}: {m.group(3)!r} is not a number") from None
+    low = -1.0 if m.group(1).endswith("_sys") else 0.0  # SG_sys, RH_sys: differences of two probabilities
+    if not low <= bound <= 1.0:
+        raise TuningError(f"--require {text!r}: {m.group(1)} lies in [{low:g}, 1], so a bound of {bound:g} is always "
+                          "or never met")
     return TuningRequirement(METRICS[m.group(1)], m.group(2), bound)
 
 

@@ -32,6 +32,7 @@ class EpisodeJudgements:
     frames: list[Frame] = field(default_factory=list)
     tau: list[bool] = field(default_factory=list)
     alarms: list[list[bool]] = field(default_factory=list)
+    images: int = 0
 
     def alarm_array(self, point: int) -> np.ndarray:
         return np.asarray(self.alarms[point], dtype=bool)
@@ -51,6 +52,7 @@ def judge_episode(frames: Sequence[Frame], points: Sequence[OperatingPoint], rul
             combined = next(r for r in results if r.name == suite.runtime.name)
             out.alarms[k].append(bool(combined.alarm))
         out.tau.append(frame_has_error(frame, rule))
+        out.images += frame.image is not None
         out.frames.append(replace(frame, image=None))
     return out
 
