@@ -36,10 +36,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from perception_safety.pipeline.compare import compare, exit_code, load_results
+    from perception_safety.pipeline.compare import compare, exit_code
+    from perception_safety.pipeline.compare_input import load_run
     from perception_safety.report.compare_html import compare_report
 
-    a, b = load_results(args.run_a), load_results(args.run_b)
+    a, b = load_run(args.run_a), load_run(args.run_b)  # finished runs, checked shape
     doc: dict[str, Any] = compare(a, b)
     doc["runs"] = {
         "a": {"label": args.label_a, "path": str(args.run_a), "provenance": a.get("provenance")},

@@ -10,7 +10,6 @@ files (``.json`` in this package's format or the seed paper's reference format).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -21,6 +20,7 @@ from pydantic import Field
 from perception_safety.commands._input_roles import add_input_role_flags
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.confusion.config import ConfusionConfig
+from perception_safety.safe_io import InputFileError, load_json
 
 
 class ConfusionRunConfig(ConfusionConfig):
@@ -63,8 +63,8 @@ def _matrix_file(path: Path) -> bool:
     if path.suffix.lower() != ".json" or not path.is_file():
         return False
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        data = load_json(path, "JSON")
+    except InputFileError:  # not one JSON document: read as a dataset, whose reader names the problem
         return False
     return isinstance(data, dict) and ("bin_edges" in data or "bin_edges_m" in data)
 

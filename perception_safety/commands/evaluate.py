@@ -52,7 +52,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--check",
         action="store_true",
-        help="gate on the config's requirements: exit 3 when any requirement fails or could not be evaluated",
+        help="gate on the config's requirements as written to OUT/results.json (which must be this run's, "
+        "complete): exit 3 when any requirement fails or could not be evaluated",
     )
     p.set_defaults(func=run)
 
@@ -60,22 +61,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from perception_safety.pipeline.evaluate_config import load_evaluate_config
     from perception_safety.pipeline.run import run_evaluate
+    from perception_safety.pipeline.run_state import evaluation_run, load_complete_results
 
     console = Console(stderr=True)
-    cfg, text = load_evaluate_config(args.config)
-    cfg = cfg.model_copy(update={"executor": executor_from_args(args, cfg.executor)})
-    ev = run_evaluate(
-        args.inputs,
-        cfg,
-        text,
-        args.out,
-        None,
-        console,
-        args.episodes,
-        args.include_perfect_perception,
-        args.hash,
-        include_monitored=args.include_monitored,
-    )
+    with evaluation_run(args.out) as run_id:  # first: even a bad config leaves no earlier results looking current
+        cfg, text = load_evaluate_config(args.config)
+        cfg = cfg.model_copy(update={"executor": executor_from_args(args, cfg.executor)})
+        ev = run_evaluate(
+            args.inputs,
+            cfg,
+            text,
+            args.out,
+            None,
+            console,
+            args.episodes,
+            args.include_perfect_perception,
+            args.hash,
+            include_monitored=args.include_monitored,
+            run_id=run_id,
+        )
     out_console = Console()
     print_summary(ev, args.out, out_console)
     if getattr(args, "timings", False):
@@ -84,8 +88,9 @@ def run(args: argparse.Namespace) -> int:
         out_console.print("timings (wall clock):", highlight=False)
         for line in timings_lines(ev.results["timings"]):
             out_console.print("  " + line, highlight=False, markup=False)
-    block = ev.results.get("requirements")
-    if args.check and block is not None and block["overall"] != "PASS":
+    # the gate reads what was written: results.json of this very run, marked complete
+    block = load_complete_results(args.out, run_id).get("requirements") if args.check else None
+    if block is not None and block["overall"] != "PASS":
         out_console.print(
             Text(
                 f"--check: {block['failed']} requirement(s) failed, {block.get('inconclusive', 0)} inconclusive, "
@@ -135,7 +140,7 @@ def print_summary(ev, out: Path, console: Console) -> None:
     """One screen: the headline numbers and where the report is."""
     from rich.table import Table
 
-    table = Table(title=f"perception_safety: {ev.results['frames']} frames from {len(ev.results['inputs'])} input(s)")
+    table = Table(title=f"perception_safety: {ev.report.subtitle}")  # frames, inputs, unreadable ones (run.py)
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("samples")

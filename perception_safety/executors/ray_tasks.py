@@ -20,6 +20,7 @@ from typing import Any
 from perception_safety.executors.base import ExecutorError, OnDone, Outcome, call_captured
 from perception_safety.executors.config import ExecutorConfig
 from perception_safety.executors.lifetime import sigterm_interrupts
+from perception_safety.executors.ray_reaper import start_reaper
 
 LOOPBACK_ENV = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 """Read by ray at import: "0" makes a node started here take 127.0.0.1 as its address, so every Ray service of
@@ -43,9 +44,12 @@ def connect(cfg: ExecutorConfig) -> Callable[[], None]:
         return lambda: None
     common: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}
     temp = None
+    reaper = None
     try:
         if cfg.ray_address is None:
             temp = cfg.temp_dir or tempfile.mkdtemp(prefix="ps-ray-")
+            # the instance dies with this process, even by kill -9 (ray_reaper); its temp folder goes with it
+            reaper = start_reaper(os.path.dirname(ray.__file__), None if cfg.temp_dir else temp)
             ray.init(
                 num_cpus=cfg.jobs,
                 include_dashboard=False,
@@ -56,11 +60,15 @@ def connect(cfg: ExecutorConfig) -> Callable[[], None]:
         else:
             ray.init(address=cfg.ray_address, **common)
     except Exception as exc:
+        if reaper is not None:
+            reaper.finish()
         where = f"cluster at {cfg.ray_address!r}" if cfg.ray_address else "local Ray instance"
         raise ExecutorError(f"executor ray: cannot connect to the {where}: {exc}") from exc
 
     def close() -> None:
         ray.shutdown()
+        if reaper is not None:
+            reaper.finish()
         if temp is not None and cfg.temp_dir is None:
             shutil.rmtree(temp, ignore_errors=True)
 

@@ -144,23 +144,37 @@ def _describe(exc: Exception) -> str:
     return str(exc)
 
 
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""A dataset line (one frame) longer than this is refused (bounds the memory of a read of /dev/zero and the like)."""
+
+
+def _line_problem(exc: Exception) -> str:
+    if isinstance(exc, RecursionError):
+        return "JSON nested too deeply to read"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {exc.start} of the line)"
+    return str(exc)
+
+
 def read_jsonl_frames(
     path: str | Path, skip_bad: bool = False, report: DatasetReadReport | None = None
 ) -> Iterator[Frame]:
     """Yield the frames of a JSON Lines dataset in file order (blank lines are ignored)."""
     path = Path(path)
     try:
-        fh = path.open(encoding="utf-8")
+        fh = path.open("rb")
     except OSError as exc:
         raise DatasetError(f"{path}: cannot read dataset: {exc.strerror or exc}") from exc
     with fh:
-        for lineno, line in enumerate(fh, start=1):
+        for lineno, line in enumerate(iter(lambda: fh.readline(MAX_LINE_BYTES + 1), b""), start=1):
+            if len(line) > MAX_LINE_BYTES:
+                raise DatasetError(f"{path}:{lineno}: line longer than {MAX_LINE_BYTES} bytes; not a dataset line")
             if not line.strip():
                 continue
             try:
-                frame = frame_from_record(json.loads(line), lineno - 1)
-            except (json.JSONDecodeError, InvalidValueError) as exc:
-                reason = f"{path}:{lineno}: {exc}"
+                frame = frame_from_record(json.loads(line.decode("utf-8")), lineno - 1)
+            except (UnicodeDecodeError, json.JSONDecodeError, InvalidValueError, RecursionError) as exc:
+                reason = f"{path}:{lineno}: {_line_problem(exc)}"
                 if not skip_bad:
                     raise DatasetError(reason) from exc
                 if report is not None:

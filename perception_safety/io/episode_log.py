@@ -256,7 +256,7 @@ def iter_episodes(path: str | Path, report: EpisodeLogReport | None = None) -> I
         where = f"{path}:{lineno}"
         try:
             rec = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             if torn is not None:
                 raise EpisodeLogError(f"{torn[0]}: not a JSON record: {torn[1]}") from exc
             torn = (where, str(exc))

@@ -8,7 +8,6 @@ The verdict of a comparison (`worse`) drives the exit code of ``perception-safet
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.intervals import clopper_pearson
+from perception_safety.pipeline.run_state import load_complete_results
 
 COMPARE_FORMAT = "perception_safety.compare/1"
 
@@ -62,18 +62,8 @@ class Row:
 
 
 def load_results(run: str | Path) -> dict[str, Any]:
-    """``RUN/results.json`` (or the file itself) of an ``evaluate`` run."""
-    path = Path(run)
-    path = path / "results.json" if path.is_dir() else path
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CompareError(f"{path}: cannot read ({exc.strerror or exc}); give an 'evaluate' output folder") from exc
-    except json.JSONDecodeError as exc:
-        raise CompareError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
-    if not isinstance(doc, dict) or not str(doc.get("format", "")).startswith("perception_safety.results/"):
-        raise CompareError(f"{path}: not an 'evaluate' results.json (format {doc.get('format')!r})")
-    return doc
+    """``RUN/results.json`` (or the file itself) of a finished ``evaluate`` run (``complete: true``, `run_state`)."""
+    return load_complete_results(run)
 
 
 def _cp(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:

@@ -30,10 +30,15 @@ from perception_safety.pipeline.bag_pass import MapInput
 from perception_safety.pipeline.evaluate import NothingUsableError, map_bags, reduce_partials
 from perception_safety.pipeline.evaluate_config import EvaluateConfig, check_requirement_names
 from perception_safety.pipeline.provenance import HashMode, header_lines, provenance
+from perception_safety.pipeline.run_state import (
+    REPORT_FILE,
+    RESULTS_FILE,
+    RESULTS_FORMAT,
+    evaluation_run,
+    finished,
+)
 from perception_safety.report.html import Report
 from perception_safety.safe_io import write_text
-
-RESULTS_FORMAT = "perception_safety.results/1"
 
 
 def progress_bar(console: Console) -> Progress:
@@ -61,14 +66,36 @@ def run_evaluate(
     include_perfect: bool = False,
     hash_mode: HashMode = "metadata",
     include_monitored: bool = False,
+    run_id: str | None = None,
 ) -> Evaluation:
     """Run everything the config asks for on the bags found in ``inputs``; writes results and report.
+
+    OUT belongs to one run (`run_state`): ``run_id`` of a run the caller started, else a new one; results.json
+    gets ``complete: true`` last, and a failure marks it failed instead of leaving the previous run's outputs.
 
     Perfect-perception (f*) and monitored (f+m) bags found in a folder are left out unless ``include_perfect`` /
     ``include_monitored`` (io.bag_inputs).
     The map runs on ``cfg.executor`` (``jobs``, when given, overrides its job count); a bag that cannot be read
     is reported in the data-quality section and the rest are evaluated.
     """
+    with evaluation_run(out, run_id) as rid:
+        return _evaluate(inputs, cfg, config_text, out, jobs, console, episode_logs, include_perfect, hash_mode,
+                         include_monitored, rid)
+
+
+def _evaluate(
+    inputs: Sequence[str | Path],
+    cfg: EvaluateConfig,
+    config_text: str,
+    out: Path,
+    jobs: int | None,
+    console: Console | None,
+    episode_logs: Sequence[str | Path],
+    include_perfect: bool,
+    hash_mode: HashMode,
+    include_monitored: bool,
+    run_id: str,
+) -> Evaluation:
     console = console or Console(stderr=True)
     check_requirement_names(cfg, "config")
     if jobs is not None:
@@ -93,7 +120,8 @@ def run_evaluate(
         lines = [f"  {b}: {r}" for b, r in red.read_reports.items()]
         lines += [f"  {b}: not readable: {reason}" for b, reason in red.failed.items()]
         raise NothingUsableError("no usable frame in any input:\n" + "\n".join(lines))
-    report = Report("perception_safety evaluation", f"{_inputs_text(found)}, {red.frames} frames")
+    read = [b for b in found if not b.excluded]
+    report = Report("perception_safety evaluation", inputs_heading(red.frames, read, len(red.failed)))
     prov = provenance(config_text, found, episode_logs, hash_mode)
     report.header = header_lines(prov)
     report.input_header = ["input", "role", "sha256 (first 16)", "hashed", "conditions"]
@@ -171,11 +199,12 @@ def run_evaluate(
     clock.lap("first_screen")
     ev.results["summary"] = [m.__dict__ for m in report.summary]
     ev.results["warnings"] = ev.warnings
-    report.write(out / "report.html")
+    report.write(out / REPORT_FILE)
     clock.lap("report")
     ev.timings.update(clock.seconds)
     ev.results["timings"] = timings_block(clock)
-    write_text(out / "results.json", json.dumps(ev.results, indent=1) + "\n")
+    ev.results = finished(ev.results, run_id)
+    write_text(out / RESULTS_FILE, json.dumps(ev.results, indent=1) + "\n")  # last: marks the run complete
     return ev
 
 
@@ -238,12 +267,20 @@ def timings_lines(timings: dict[str, Any]) -> list[str]:
     return [head, *lines, tail]
 
 
-def _inputs_text(found: Sequence[BagInput]) -> str:
-    """``3 bag(s)``, ``1 dataset(s)`` or both: what was read."""
-    read = [b for b in found if not b.excluded]
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def inputs_heading(frames: int, read: Sequence[BagInput], unreadable: int) -> str:
+    """``50 frames from 2 of 5 bags; 3 unreadable`` (bags and datasets by kind): a run some of whose inputs
+    failed says so in its heading (report subtitle and console title)."""
     n_data = sum(b.is_dataset for b in read)
-    parts = [f"{len(read) - n_data} bag(s)"] if len(read) > n_data else []
-    return ", ".join(parts + ([f"{n_data} dataset(s)"] if n_data else []))
+    kinds = ([_count(len(read) - n_data, "bag")] if len(read) > n_data else []) + (
+        [_count(n_data, "dataset")] if n_data else [])
+    what = " and ".join(kinds)
+    if not unreadable:
+        return f"{frames} frames from {what}"
+    return f"{frames} frames from {len(read) - unreadable} of {what}; {unreadable} unreadable"
 
 
 def _conditions_text(b: BagInput) -> str:
@@ -298,4 +335,4 @@ def warn_about_inputs(ev: Evaluation, found: Sequence[BagInput]) -> None:
         )
 
 
-__all__ = ["Evaluation", "StepClock", "progress_bar", "run_evaluate", "timings_lines"]
+__all__ = ["Evaluation", "StepClock", "inputs_heading", "progress_bar", "run_evaluate", "timings_lines"]

@@ -56,8 +56,17 @@ def state_of(monitor: object) -> OverlayState:
     return OverlayState(np.asarray(ghosts, dtype=np.float64).reshape(-1, 4), boxes, ids, near)
 
 
+_FAR = float(1 << 24)
+"""Drawing coordinates are clipped to +-2^24 px: a box at 1e308 (finite, legal) is drawn to the image edge, not
+handed to OpenCV as an integer it cannot hold."""
+
+
+def _clip(v: float) -> float:
+    return min(max(float(v), -_FAR), _FAR)
+
+
 def _pt(x: float, y: float) -> tuple[int, int]:
-    return round(x), round(y)
+    return round(_clip(x)), round(_clip(y))
 
 
 def _scale(h: int) -> tuple[float, int]:
@@ -69,7 +78,7 @@ def _scale(h: int) -> tuple[float, int]:
 def _label(img: np.ndarray, text: str, x: float, y: float, colour: tuple[int, int, int], scale: float,
            thick: int) -> None:
     (tw, th), base = cv2.getTextSize(text, FONT, scale, thick)
-    x0, y0 = int(max(0, min(x, img.shape[1] - tw))), int(max(th + base, y))
+    x0, y0 = int(max(0, min(_clip(x), img.shape[1] - tw))), int(max(th + base, _clip(y)))
     cv2.rectangle(img, (x0, y0 - th - base), (x0 + tw, y0), (0, 0, 0), -1)
     cv2.putText(img, text, (x0, y0 - base), FONT, scale, colour, thick, cv2.LINE_AA)
 

@@ -55,9 +55,9 @@ def parse_json(text: str, path: str | Path, what: str = "JSON", error: type[Exce
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise error(f"{path}:{exc.lineno}:{exc.colno}: {what}: invalid JSON: {exc.msg}") from None
+        raise error(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({what}): {exc.msg}") from None
     except RecursionError:
-        raise error(f"{path}: {what}: JSON nested too deeply to read") from None
+        raise error(f"{path}: JSON nested too deeply to read ({what})") from None
 
 
 def load_json(

@@ -53,6 +53,8 @@ class PythonChoice(BaseModel):
     model_config = ConfigDict(allow_inf_nan=False, extra="forbid")
 
     python: str = Field(min_length=3, pattern=r"^[^:]+:[^:]+$")
+    time_limit_s: float = Field(default=1.0, gt=0, le=3600, description="time limit of one call; a timeout is an "
+                                "error, never a result")
 
 
 ControllerChoice = Literal["braking_rule", "paper_modes"] | PolicyChoice | PythonChoice

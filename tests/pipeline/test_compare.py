@@ -15,6 +15,8 @@ from perception_safety.pipeline.compare import Value, compare, compare_values, m
 def _results(tp: int, gt: int, sg: float, req: str, pcd=(10.0, 8.0, 12.0)) -> dict:
     return {
         "format": "perception_safety.results/1",
+        "run_id": "20260101T000000Z-0000abcd",
+        "complete": True,
         "confusion": {
             "metrics": [
                 {

@@ -66,12 +66,12 @@ def test_demo_runs_episodes_then_evaluate(tmp_path, capsys):
                  "--frames-dir", str(tmp_path / "r"), "--frames-of", str(out / "evaluation"), key]) == 0
     assert {int(p.stem.split("_")[1]) for p in (tmp_path / "r").glob("stamp_*.png")} == mine
     # A second run reuses the finished episodes (resume) and gives the same results.json, byte for byte, except
-    # the run's date in the provenance block (the only value that may change; the commit and hashes may not).
+    # the run's date in the provenance block and its run id (the only values that may change; not commit or hashes).
     first = (out / "evaluation" / "results.json").read_text()
     assert main(["demo", "--config", str(cfg), "--out", str(out), "--jobs", "1"]) == 0
     second = (out / "evaluation" / "results.json").read_text()
-    date = re.compile(r'"date_utc": "[0-9T:Z-]+"|\n "timings": \{.*?\n \}', re.S)
-    assert len(date.findall(first)) == 2  # the date and the wall-clock timings (issue 27)
+    date = re.compile(r'"date_utc": "[0-9T:Z-]+"|"run_id": "[0-9a-fT:Z-]+"|\n "timings": \{.*?\n \}', re.S)
+    assert len(date.findall(first)) == 3  # the date, the run id (issue 25 item 7) and the wall-clock timings
     assert date.sub("", second) == date.sub("", first)
     prov = res["provenance"]
     assert prov["version"] and prov["config_sha256"] and len(prov["inputs"]) == 2

@@ -128,11 +128,12 @@ def test_one_and_two_jobs_and_ray_give_identical_results(recorded_bags, ray_clus
 
 
 def without_date(path):
-    """results.json minus the values that change from run to run: ``provenance.date_utc`` and the wall-clock
-    ``timings`` (both checked present)."""
+    """results.json minus the values that change from run to run: ``provenance.date_utc``, the wall-clock
+    ``timings`` and the run id (all checked present)."""
     doc = json.loads(path.read_text())
     assert doc["provenance"].pop("date_utc").endswith("Z")
     assert doc.pop("timings")["total_s"] > 0
+    assert doc.pop("run_id") and doc["complete"] is True
     return doc
 
 

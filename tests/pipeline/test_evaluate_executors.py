@@ -38,10 +38,11 @@ def good_and_truncated(tmp_path_factory):
 
 
 def same_bytes_but_the_date(a, b) -> bool:
-    """results.json byte for byte, except what changes from run to run (``provenance.date_utc``, ``timings``)."""
+    """results.json byte for byte, except what changes from run to run (``provenance.date_utc``, ``timings``,
+    the run id)."""
     def strip(p):
         text = re.sub(rb'\n "timings": \{.*?\n \}', b"", p.read_bytes(), flags=re.S)
-        return [line for line in text.splitlines() if b'"date_utc":' not in line]
+        return [line for line in text.splitlines() if b'"date_utc":' not in line and b'"run_id":' not in line]
 
     return strip(a) == strip(b)
 
@@ -72,6 +73,14 @@ def _check_bad_bag_run(out, root) -> None:
 def test_one_bad_bag_is_reported_and_the_rest_evaluated(good_and_truncated, bad_bag_local_one_job):
     """Issue 19 item 6: `evaluate bags/trunc bags/good` used to exit 2 without evaluating the good bag."""
     _check_bad_bag_run(bad_bag_local_one_job.parent, good_and_truncated[0])
+    # issue 25 item 8: the heading says that a bag failed
+    assert "40 frames from 1 of 2 bags; 1 unreadable" in (bad_bag_local_one_job.parent / "report.html").read_text()
+
+
+def test_partly_failed_run_says_so_in_the_console_heading(good_and_truncated, tmp_path, capsys):
+    root, config = good_and_truncated
+    assert _evaluate([root / "bags" / "trunc", root / "bags" / "good"], config, tmp_path) == 0
+    assert "40 frames from 1 of 2 bags; 1 unreadable" in capsys.readouterr().out
 
 
 def test_one_bad_bag_with_two_jobs(good_and_truncated, bad_bag_local_one_job, tmp_path):

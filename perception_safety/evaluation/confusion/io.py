@@ -33,7 +33,7 @@ from perception_safety.evaluation.confusion.types import (
     column_normalize,
 )
 from perception_safety.evaluation.confusion.uncertainty import entry_intervals
-from perception_safety.safe_io import atomic_open, write_text
+from perception_safety.safe_io import atomic_open, load_json, write_text
 
 FORMAT = "perception_safety.confusion/1"
 
@@ -165,14 +165,7 @@ def load_matrices(path: str | Path) -> DistanceConfusion:
     Raises `ConfusionFileError` naming the file and key on bad input.
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfusionFileError(f"{path}: cannot read confusion matrices: {exc.strerror or exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfusionFileError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+    data = load_json(path, "confusion matrices", error=ConfusionFileError)  # bounded, UTF-8, nesting checked
     return confusion_from_mapping(data, str(path))
 
 

@@ -9,7 +9,6 @@ skipped and counted.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,15 +16,12 @@ from typing import Any
 
 from perception_safety.core.types import Box, Detection, Frame, GroundTruthObject, InvalidValueError
 from perception_safety.io.converters.common import ConversionError, ConversionReport, class_name
+from perception_safety.safe_io import load_json
 
 
 def _load(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConversionError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ConversionError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    """The JSON in ``path``: bounded read, UTF-8, too-deep nesting an error naming the file (not RecursionError)."""
+    return load_json(path, "COCO JSON", error=ConversionError)
 
 
 def _box(value: Any, where: str) -> Box:

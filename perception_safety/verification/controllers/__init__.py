@@ -24,7 +24,11 @@ from perception_safety.verification.controllers.base import (
     observation_kind,
 )
 from perception_safety.verification.controllers.builtin import BUILTIN_CONTROLLERS, braking_rule, paper_modes
-from perception_safety.verification.controllers.callables import load_callable
+from perception_safety.verification.controllers.callables import (
+    DEFAULT_TIME_LIMIT_S,
+    load_callable,
+    with_time_limit,
+)
 from perception_safety.verification.controllers.policy import PolicyTable, load_policy, write_policy
 from perception_safety.verification.errors import VerificationError
 
@@ -69,11 +73,13 @@ def resolve_controller(choice: Any, base_dir: str | Path | None = None) -> Resol
             path = Path(base_dir) / path
         table = load_policy(path)
         return ResolvedController(table.name, table.controller, table.has_alarm)
-    if isinstance(choice, dict) and set(choice) == {"python"}:
+    if isinstance(choice, dict) and "python" in choice and set(choice) <= {"python", "time_limit_s"}:
         fn, alarm = load_callable(choice["python"])
-        return ResolvedController(f"python {choice['python']}", lambda g: fn, alarm)
+        name = f"python {choice['python']}"
+        limited = with_time_limit(fn, float(choice.get("time_limit_s", DEFAULT_TIME_LIMIT_S)), name)
+        return ResolvedController(name, lambda g: limited, alarm)
     raise VerificationError(f"controller {choice!r}: expected a built-in name, {{policy: FILE}} or "
-                            "{python: module:function}")
+                            "{python: module:function[, time_limit_s: S]}")
 
 
 def state_controller(

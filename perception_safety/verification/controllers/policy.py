@@ -10,7 +10,6 @@ and range are checked against each geometry the table is used with.
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from perception_safety.safe_io import atomic_open, parse_json, read_text
 from perception_safety.verification.controllers.base import KINDS, CarController
 from perception_safety.verification.errors import VerificationError
 
@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 REQUIRED = ("x", "v", "kind", "next_x", "next_v")
 OPTIONAL = ("alarm", "max_speed")
 _BOOL = {"0": 0, "1": 1, "false": 0, "true": 1}
+MAX_POLICY_BYTES = 512 * 1024 * 1024
+"""A policy table file larger than this is refused (a 10^7-state table is a few hundred MB of CSV)."""
 _KIND_INDEX = {k: i for i, k in enumerate(KINDS)}
 
 
@@ -122,15 +124,10 @@ class PolicyTable:
 
 def _records(path: Path) -> tuple[list[str], list[int], dict[str, list[Any]]]:
     """Header, row numbers and the cells column by column (CSV cells are strings, JSON cells as parsed)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise VerificationError(f"{path}: cannot read policy table: {exc.strerror or exc}") from exc
+    # bounded read; binary bytes and too-deep JSON are errors naming the file (not UnicodeDecode/RecursionError)
+    text = read_text(path, MAX_POLICY_BYTES, "policy table", VerificationError)
     if path.suffix.lower() == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise VerificationError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from exc
+        data = parse_json(text, path, "policy table", VerificationError)
         if isinstance(data, dict):
             data = data.get("rows")
         if not isinstance(data, list) or not all(isinstance(r, dict) for r in data):
@@ -245,7 +242,7 @@ def write_policy(path: str | Path, controller: CarController, geometries: Sequen
                     lines.append([g.max_speed, int(x[i]), int(v[i]), kind, *mid, int(nx[i]), int(nv[i])])
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("w", newline="", encoding="utf-8") as fh:
+        with atomic_open(path, "w", newline="") as fh:
             csv.writer(fh).writerows(lines)
     except OSError as exc:
         raise VerificationError(f"{path}: cannot write policy table: {exc.strerror or exc}") from exc
