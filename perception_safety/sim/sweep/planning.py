@@ -12,6 +12,7 @@ from perception_safety.errors import PerceptionSafetyError
 from perception_safety.io.config import load_model
 from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.monitors.perturbations import PERTURBATIONS
+from perception_safety.safe_io import load_json
 from perception_safety.sim.config import EpisodesConfig
 from perception_safety.sim.scenario import ScenarioConfig
 
@@ -98,9 +99,12 @@ def check_sweep_fingerprint(out: Path, fingerprint: dict[str, Any], has_episodes
     if not has_episodes or not path.is_file():
         return
     try:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise EpisodeRunError(f"{path}: unreadable ({exc}); remove {out} or choose a new --out") from exc
+        recorded = load_json(path, "sweep configuration", limit=64 * 1024 * 1024, error=EpisodeRunError)
+    except EpisodeRunError as exc:
+        raise EpisodeRunError(f"{exc}; remove {out} or choose a new --out") from None
+    if not isinstance(recorded, dict):
+        raise EpisodeRunError(f"{path}: not a sweep configuration (a JSON {type(recorded).__name__}); remove {out} "
+                              "or choose a new --out")
     if recorded != json.loads(json.dumps(fingerprint, sort_keys=True)):
         changed = sorted(k for k in fingerprint if recorded.get(k) != json.loads(json.dumps(fingerprint[k])))
         raise EpisodeRunError(

@@ -13,6 +13,7 @@ from typing import Any
 
 from perception_safety.executors import ExecutorConfig, Outcome, run_tasks
 from perception_safety.monitors.config import MonitorsConfig
+from perception_safety.safe_io import write_text
 from perception_safety.sim.config import EpisodesConfig
 from perception_safety.sim.sweep.engine import EpisodeEngine
 from perception_safety.sim.sweep.planning import (
@@ -113,7 +114,7 @@ def run_sweep(
     fingerprint = sweep_fingerprint(cfg, monitors, backend)
     check_sweep_fingerprint(out, fingerprint, bool(done))
     out.mkdir(parents=True, exist_ok=True)
-    (out / SWEEP_CONFIG_FILE).write_text(json.dumps(fingerprint, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_text(out / SWEEP_CONFIG_FILE, json.dumps(fingerprint, indent=1, sort_keys=True) + "\n")
     for stale in list(logs_dir.glob(".*.tmp")) + list((out / BAGS_DIR).glob(".*.tmp")):
         _remove(stale)
     todo = [s for s in specs if s.episode_id not in done]
@@ -141,9 +142,7 @@ def run_sweep(
         _run_parallel(todo, specs, cfg, backend, monitors, out, executor, times, progress, finished)
     results = summarize(out, specs, cfg)
     results_path = out / RESULTS_FILE
-    tmp = results_path.with_name(f".{RESULTS_FILE}.tmp")
-    tmp.write_text(json.dumps(results, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.rename(results_path)
+    write_text(results_path, json.dumps(results, indent=2, sort_keys=True) + "\n")  # atomic, no write through links
     return SweepReport(
         len(specs), len(todo), len(specs) - len(todo), time.perf_counter() - t_start, times, results_path, results
     )

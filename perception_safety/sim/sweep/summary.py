@@ -7,12 +7,29 @@ from pathlib import Path
 from typing import Any
 
 from perception_safety.evaluation.returns import E2Config, align, e1_metrics, e2_metrics
-from perception_safety.io.episode_log import read_episode_log
+from perception_safety.io.episode_log import ROLLOUTS, Episode, EpisodeLogError, EpisodeLogReport, read_episode_log
 from perception_safety.sim.config import EpisodesConfig
 from perception_safety.sim.sweep.planning import EpisodeRunError, EpisodeSpec
 from perception_safety.sim.sweep.recording import episode_log_path
 
 RESULTS_FILE = "results.json"
+
+
+def _whole_log(path: Path) -> list[Episode]:
+    """The episodes of one finished episode's log, which the recorder wrote whole (atomically): a torn line, an
+    unended episode or a missing rollout means the file was damaged afterwards; `--resume` must not count it."""
+    report = EpisodeLogReport()
+    try:
+        episodes = read_episode_log(path, report)
+    except EpisodeLogError as exc:
+        raise EpisodeRunError(f"damaged episode log: {exc}; delete {path} and re-run with --resume") from exc
+    problems = report.torn_lines + report.incomplete
+    rollouts = sorted({e.rollout for e in episodes})
+    if not problems and len(rollouts) != len(ROLLOUTS):
+        problems = [f"{path}: rollouts {rollouts}, expected {list(ROLLOUTS)}"]
+    if problems:
+        raise EpisodeRunError(f"damaged episode log: {problems[0]}; delete {path} and re-run with --resume")
+    return episodes
 
 
 def summarize(out: Path, specs: Iterable[EpisodeSpec], cfg: EpisodesConfig) -> dict[str, Any]:
@@ -23,7 +40,7 @@ def summarize(out: Path, specs: Iterable[EpisodeSpec], cfg: EpisodesConfig) -> d
         path = episode_log_path(out, spec)
         if not path.exists():
             raise EpisodeRunError(f"{path}: episode log missing; re-run with --resume")
-        episodes.extend(read_episode_log(path))
+        episodes.extend(_whole_log(path))
     horizon = max((s.scenario.frames for s in specs), default=2)
     e2cfg = E2Config(horizon=cfg.returns.e2.horizon or horizon, collision_once=cfg.returns.e2.collision_once)
     groups: dict[str, list[str]] = {"overall": [s.episode_id for s in specs]}
