@@ -17,6 +17,9 @@ MAX_JSON_BYTES = 1 << 30
 """Default bound of `load_json` (1 GiB: results.json, COCO annotation files)."""
 
 
+_CHUNK = 1 << 20
+
+
 class InputFileError(PerceptionSafetyError):
     """An input file is unreadable, too large, not UTF-8 or not valid JSON (the message names it)."""
 
@@ -24,14 +27,21 @@ class InputFileError(PerceptionSafetyError):
 def read_bytes(path: str | Path, limit: int, what: str = "file", error: type[Exception] = InputFileError) -> bytes:
     """At most ``limit`` bytes of ``path``; a longer file (or an endless device) raises ``error``."""
     path = Path(path)
+    chunks: list[bytes] = []
+    total = 0
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+        with open(path, "rb", buffering=0) as fh:
+            while total <= limit:  # in chunks: read(limit + 1) would allocate the whole bound up front
+                chunk = fh.read(min(_CHUNK, limit + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
     except OSError as exc:
         raise error(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
-    if len(data) > limit:
+    if total > limit:
         raise error(f"{path}: {what} is larger than {limit} bytes; refusing to read it")
-    return data
+    return b"".join(chunks)
 
 
 def decode_utf8(data: bytes, path: str | Path, what: str = "file", error: type[Exception] = InputFileError) -> str:

@@ -10,18 +10,24 @@ import pytest
 from perception_safety.io.config import MAX_CONFIG_BYTES, ConfigError, load_yaml
 
 
-def test_config_dev_zero_is_an_error_not_a_memory_error():
-    """Under a 1 GiB address-space limit the old unbounded read died with MemoryError; now: exit 2, named."""
+def _evaluate_dev_zero(out) -> subprocess.CompletedProcess[str]:
     code = (
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))\n"
         "from perception_safety.cli import main\n"
-        "sys.exit(main(['evaluate', '/nonexistent', '--config', '/dev/zero', '--out', '/tmp/unused']))\n"
+        f"sys.exit(main(['evaluate', '/nonexistent', '--config', '/dev/zero', '--out', '{out}']))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 2, out.stderr[-2000:]
-    assert f"/dev/zero: config is larger than {MAX_CONFIG_BYTES} bytes" in out.stderr
-    assert "Traceback" not in out.stderr
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_config_dev_zero_is_an_error_not_a_memory_error(tmp_path):
+    """Under a 1 GiB address-space limit the old unbounded read died with MemoryError; now: exit 2, named.
+    The second run also reads the first one's (failed) results.json for its id: bounded, no 1 GiB buffer."""
+    for _ in range(2):
+        out = _evaluate_dev_zero(tmp_path / "o")
+        assert out.returncode == 2, out.stderr[-2000:]
+        assert f"/dev/zero: config is larger than {MAX_CONFIG_BYTES} bytes" in out.stderr
+        assert "Traceback" not in out.stderr
 
 
 def test_duplicate_key_names_file_line_and_first_occurrence(tmp_path):
