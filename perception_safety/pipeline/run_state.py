@@ -38,7 +38,7 @@ def new_run_id() -> str:
 
 
 def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    return f"{dt.datetime.now(dt.UTC):%Y-%m-%dT%H:%M:%SZ}"
 
 
 def _previous_id(out: Path) -> str | None:
@@ -59,7 +59,7 @@ def _marker(out: Path, run_id: str, status: str, started: str, previous: str | N
     page = (
         "<!doctype html><html><head><meta charset='utf-8'><title>evaluation incomplete</title></head><body>"
         f"<h1>Evaluation run {html.escape(run_id)}: {html.escape(status)}</h1>"
-        f"<p>Started {html.escape(started)} UTC; it has not written its results. These outputs are not current: "
+        f"<p>Started {html.escape(started)}; it has not written its results. These outputs are not current: "
         "a finished run replaces this page and writes results.json with <code>complete: true</code> last.</p>"
         + (f"<pre>{html.escape(reason)}</pre>" if reason else "")
         + "</body></html>\n"

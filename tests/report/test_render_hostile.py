@@ -12,7 +12,8 @@ from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.report.overlay import WATCHED, draw_overlay
 
 W, H = 320, 180
-CFG = MonitorsConfig.model_validate({"stop_region": {"region": {"left": 70, "top": 110, "width": 180, "height": 70}}})
+REGION = {"left": 70, "top": 110, "width": 180, "height": 70, "units": "px", "image_size": [W, H]}
+CFG = MonitorsConfig.model_validate({"stop_region": {"region": REGION}})
 
 
 def test_huge_box_is_drawn_to_the_image_edge():
@@ -30,7 +31,8 @@ def test_render_command_on_1e308_boxes_writes_the_video(tmp_path, capsys):
               for k in range(6)]
     write_frames(tmp_path / "bag", frames, jpeg_quality=90, camera_info=CameraInfoSpec((W, H), (160, 160, 160, 90)))
     config = tmp_path / "monitors.yaml"
-    config.write_text("monitors:\n  stop_region:\n    region: {left: 70, top: 110, width: 180, height: 70}\n")
+    config.write_text("monitors:\n  stop_region:\n    region: {left: 70, top: 110, width: 180, height: 70, units: px, "
+                      "image_size: [320, 180]}\n")
     out = tmp_path / "v.mp4"
     assert main(["render", str(tmp_path / "bag"), "--out", str(out), "--monitors", str(config)]) == 0
     assert "wrote" in capsys.readouterr().out
