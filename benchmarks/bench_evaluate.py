@@ -171,7 +171,10 @@ def demo_target(demo: Path, copies: int, repeat: int, tmp: Path) -> None:
     """Issue 27 target 1: evaluate <= 1.5x the bare read; --jobs 2 never > 1.1x --jobs 1."""
     from rich.console import Console
 
-    from perception_safety.pipeline.run import timings_lines
+    try:
+        from perception_safety.pipeline.run import timings_lines
+    except ImportError:  # an older checkout on PYTHONPATH (before/after comparisons): no per-step timings
+        timings_lines = None
 
     bags = demo_copies(demo, copies, tmp)
     roots = sorted({b.parents[2] for b in bags})
@@ -214,9 +217,10 @@ def demo_target(demo: Path, copies: int, repeat: int, tmp: Path) -> None:
     print(f"target 1: evaluate / bare = {j1 / base:.2f} wall, {c1 / cbase:.2f} CPU (<= 1.5); --jobs 2 / --jobs 1 = "
           f"{j2 / j1:.2f} wall (<= 1.10)")
     last = next(ev for name, _, _, ev in reversed(rows) if ev is not None and "--jobs 1" in name)
-    print("per-step timings of the last --jobs 1 run:")
-    for line in timings_lines(last.results["timings"]):
-        print("  " + line)
+    if timings_lines is not None and "timings" in last.results:
+        print("per-step timings of the last --jobs 1 run:")
+        for line in timings_lines(last.results["timings"]):
+            print("  " + line)
 
 
 def main() -> None:
