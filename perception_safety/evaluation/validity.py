@@ -94,20 +94,24 @@ def holm(results: Sequence[ColumnShift], alpha: float) -> list[ColumnShift]:
     for i, r in enumerate(results):
         df = r.degrees_of_freedom
         crit = student_t.ppf(1 - alpha / (2 * m), df) + student_t.ppf(POWER, df)
-        mds = float(min(crit * r.standard_error, 1.0)) if np.isfinite(r.standard_error) else None
+        # none without a spread estimate: one episode (infinite) or every look a hit or a miss on both sides (0)
+        se = r.standard_error
+        mds = float(min(crit * se, 1.0)) if np.isfinite(se) and se > 0 else None
         out.append(ColumnShift(**{**asdict(r), "p_adjusted": adjusted[i], "rejected": adjusted[i] < alpha,
                                   "min_detectable_shift": mds}))
     return out
 
 
 def column_shifts(old_cm: np.ndarray, new_cm: np.ndarray, labels: Sequence[str], bin_names: Sequence[str],
-                  alpha: float = 0.05) -> list[ColumnShift]:
-    """Every column with trials on both sides, Holm-adjusted. ``*_cm`` are per-cluster class-labeled counts
-    ``[cluster, bin, pred, true]`` (one cluster when the data carry no episodes)."""
+                  alpha: float = 0.05, only: set[str] | None = None) -> list[ColumnShift]:
+    """Every column with trials on both sides (of the true labels in ``only``, when given), Holm-adjusted.
+    ``*_cm`` are per-cluster class-labeled counts ``[cluster, bin, pred, true]`` (one cluster without episodes)."""
     old_cm, new_cm = np.asarray(old_cm), np.asarray(new_cm)
     tests = []
     for b, name in enumerate(bin_names):
         for j, label in enumerate(labels):
+            if only is not None and label not in only:
+                continue
             mo, mn = old_cm[:, b, :, j].sum(axis=1), new_cm[:, b, :, j].sum(axis=1)
             if mo.sum() == 0 or mn.sum() == 0:
                 continue

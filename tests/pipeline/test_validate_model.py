@@ -60,8 +60,12 @@ def test_the_same_detector_still_fits(model, capsys):
     code = main(["validate-model", str(model / "run"), str(model / "same"), "--config", str(model / "c.yaml"),
                  "--out", str(model / "v_same")])
     doc = json.loads((model / "v_same" / "validity.json").read_text())
-    assert code == 0 and doc["holds"] and doc["columns_tested"] >= 6
-    assert all(c["min_detectable_shift"] is not None for c in doc["columns"])
+    # the family: the columns the chain (V = 2: a 7 m road) reads, ped, obs and empty in [0, 10) m
+    assert code == 0 and doc["holds"] and doc["columns_tested"] == 3
+    assert {c["bin"] for c in doc["columns_outside_the_chain"]} == {"[10, 20) m", "[20, 30) m"}
+    # a detectable shift wherever the rate varies; none where every look on both sides was a hit (no spread)
+    for c in doc["columns"]:
+        assert (c["min_detectable_shift"] is None) == (c["old_rate"] == c["new_rate"] == 1.0)
     assert "still fits" in capsys.readouterr().out
 
 
