@@ -20,6 +20,7 @@ from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.validity import ColumnShift, column_shifts
 from perception_safety.io.bag_inputs import select_bags, used
+from perception_safety.pipeline.bag_pass import PARTIAL_FORMAT
 from perception_safety.pipeline.evaluate import map_bags, reduce_partials
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.verification.errors import VerificationError
@@ -46,15 +47,36 @@ def load_run(results_dir: Path, cfg: EvaluateConfig) -> tuple[dict[str, Any], Di
     parts = []
     for p in sorted((results_dir / "partials").glob("*.json")):
         try:
-            parts.append(json.loads(p.read_text(encoding="utf-8")))
+            parts.append(_partial(p, json.loads(p.read_text(encoding="utf-8"))))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise ValidityError(f"{p}: unreadable partial: {exc}") from None
     if not parts:
         raise ValidityError(f"{results_dir / 'partials'}: no partials: the model's per-episode counts are needed")
-    red = reduce_partials(parts, cfg)
+    try:
+        red = reduce_partials(parts, cfg)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise ValidityError(f"{results_dir / 'partials'}: damaged partials ({type(exc).__name__}: {exc}); rerun "
+                            "`evaluate` to rebuild them") from None
     if red.confusion is None:
         raise ValidityError(f"{results_dir}: the run has no confusion counts")
     return results, red.confusion
+
+
+_PARTIAL_KEYS = {"bag": str, "frames": int, "read_report": dict, "episodes": list}
+
+
+def _partial(path: Path, doc: Any) -> dict[str, Any]:
+    """One per-input partial of the model's run, its shape checked (a damaged file is named, not a traceback)."""
+    if not isinstance(doc, dict) or doc.get("format") != PARTIAL_FORMAT:
+        found = f"format {doc.get('format')!r}" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
+        raise ValidityError(f"{path}: not a partial of this version ({found}, expected format {PARTIAL_FORMAT!r}); "
+                            "rerun `evaluate` to rebuild the partials")
+    for key, kind in _PARTIAL_KEYS.items():
+        if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
+            raise ValidityError(f"{path}: damaged partial: {key!r} missing or not a {kind.__name__}")
+    if not all(isinstance(ep, dict) for ep in doc["episodes"]):
+        raise ValidityError(f"{path}: damaged partial: 'episodes' holds a non-object entry")
+    return doc
 
 
 def new_counts(inputs: Sequence[str], cfg: EvaluateConfig, work: Path) -> tuple[DistanceConfusion, list[str]]:
@@ -70,7 +92,8 @@ def new_counts(inputs: Sequence[str], cfg: EvaluateConfig, work: Path) -> tuple[
     notes += [f"{bag}: unreadable: {why}" for bag, why in mapped.failed.items()]
     red = reduce_partials(mapped.partials, cfg)
     if red.confusion is None:
-        raise ValidityError("the new inputs gave no confusion counts")
+        failed = "; ".join(f"{bag}: {why}" for bag, why in mapped.failed.items())
+        raise ValidityError("the new inputs gave no confusion counts" + (f" ({failed})" if failed else ""))
     return red.confusion, notes
 
 
@@ -116,7 +139,10 @@ def compare(results_dir: Path, results: dict[str, Any], old: DistanceConfusion, 
         notes.append("the config given is not the one the model was evaluated with (sha256 differs): class map, "
                      "bins or matching may differ, and so may the counts")
     if list(old.bin_edges) != list(new.bin_edges) or list(old.class_labels) != list(new.class_labels):
-        raise ValidityError("the new counts have other bins or classes than the model's")
+        raise ValidityError(f"the new counts have other bins or classes than the model's: model bins "
+                            f"{[list(b) for b in old.bin_edges]}, classes {list(old.class_labels)}; new bins "
+                            f"{[list(b) for b in new.bin_edges]}, classes {list(new.class_labels)} (evaluate the "
+                            f"new inputs with the model's config)")
     names = [f"[{a:g}, {b:g}) m" for a, b in old.bin_edges]
     used_bins, used_labels = chain_columns(old, cfg)
     labels = list(old.class_labels)
