@@ -34,6 +34,7 @@ from perception_safety.core.episode import ROLLOUTS, Episode, EpisodeStep
 from perception_safety.core.types import InvalidValueError
 from perception_safety.errors import PerceptionSafetyError
 from perception_safety.io.dataset import frame_from_record, frame_to_record
+from perception_safety.safe_io import check_output
 
 __all__ = ["ROLLOUTS", "Episode", "EpisodeLogError", "EpisodeLogReport", "EpisodeLogWriter", "EpisodeStep",
            "iter_episodes", "read_episode_log"]
@@ -106,6 +107,7 @@ class EpisodeLogWriter:
         self.close()
 
     def open(self) -> None:
+        check_output(self.path)  # appended to, so not atomic; but never through a link, FIFO or device
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             torn_tail = False

@@ -6,7 +6,6 @@ report, ``perception-safety frames`` and ``render --frames`` can find the pictur
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from perception_safety.io.bag import BagError, BagTopics
 from perception_safety.io.bag_inputs import bag_metadata
 from perception_safety.pipeline.bag_pass import EpisodeFrames, episode_entries
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.pipeline.run_state import load_complete_results
 
 DEFINITIONS = {
     "cells": "cm:<pred>:<true>@<lo>-<hi> class-labeled confusion cell (pred 'empty' = missed object); "
@@ -85,13 +85,8 @@ def read_cell(run: str | Path, cell: str | None) -> tuple[dict[str, Any], dict[s
     """``(evidence block, cell)`` of an evaluate run (folder or results.json); ``cell`` None gives ``{}``."""
     path = Path(run)
     path = path / "results.json" if path.is_dir() else path
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise EvidenceError(f"{path}: cannot read ({exc.strerror or exc}); give an 'evaluate' output folder") from exc
-    except json.JSONDecodeError as exc:
-        raise EvidenceError(f"{path}:{exc.lineno}:{exc.colno}: not valid JSON: {exc.msg}") from exc
-    block = doc.get("evidence") if isinstance(doc, dict) else None
+    doc = load_complete_results(path)  # a finished run's results only (issue 25 item 7); bounded, errors named
+    block = doc.get("evidence")
     if not isinstance(block, dict) or not isinstance(block.get("cells"), dict):
         raise EvidenceError(f"{path}: no 'evidence' block (a run of an older version, or evaluate.evidence_per_cell "
                             "was 0): rerun evaluate")

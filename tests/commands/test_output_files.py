@@ -74,3 +74,21 @@ def test_pcd_refuses_a_symlinked_output_file_in_its_folder(tmp_path, capsys):
     assert main(["pcd", str(samples), "--out", str(out), "--no-plots", "--n-boot", "20"]) == 2
     assert f"{out / 'pcd.json'}: is a symbolic link" in capsys.readouterr().err
     assert victim.read_text() == "{}"
+
+
+def test_episode_log_writer_refuses_a_fifo_or_symlink(tmp_path):
+    """Episode logs are appended to (not atomic), but never opened through a FIFO (it would block) or a link."""
+    from perception_safety.io.episode_log import EpisodeLogWriter
+    from perception_safety.safe_io import OutputPathError
+
+    fifo = tmp_path / "log.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises(OutputPathError, match="is a FIFO"), EpisodeLogWriter(fifo):
+        pass
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(victim)
+    with pytest.raises(OutputPathError, match="is a symbolic link"), EpisodeLogWriter(link):
+        pass
+    assert victim.read_text() == "keep"

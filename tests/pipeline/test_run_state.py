@@ -37,6 +37,8 @@ def test_failed_run_marks_the_old_outputs_and_compare_refuses_them(finished_out,
     assert doc["run_id"] != old["run_id"] and "not a rosbag2 bag directory" in doc["error"]
     page = (out / "report.html").read_text()
     assert f"Evaluation run {doc['run_id']}: failed" in page and "not current" in page
+    assert main(["frames", str(out)]) == 2  # the evidence of a failed run is not read either
+    assert f"incomplete results of run {doc['run_id']}" in capsys.readouterr().err
     assert main(["compare", str(evaluated[0]), str(out), "--out", str(tmp_path / "cmp")]) == 2
     err = capsys.readouterr().err
     assert f"incomplete results of run {doc['run_id']} (failed: {tmp_path / 'no_bags_here'}: not a rosbag2" in err
