@@ -44,15 +44,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _extract(args: argparse.Namespace, refs: list) -> None:
-    import json
-
+    from perception_safety.pipeline.compare import load_results
     from perception_safety.pipeline.evaluate_config import EvaluateConfig
     from perception_safety.report.overlay import TruthStyle
     from perception_safety.report.thumbnails import thumbnails
     from perception_safety.safe_io import write_bytes
 
-    path = args.results / "results.json" if args.results.is_dir() else args.results
-    doc = json.loads(path.read_text(encoding="utf-8"))
+    doc = load_results(args.results)
     cfg = EvaluateConfig.model_validate(doc["config"]) if isinstance(doc.get("config"), dict) else EvaluateConfig()
     truth = TruthStyle(cfg.confusion.iou_threshold, cfg.confusion.class_aware)
     thumbs = thumbnails(refs, cfg.bags.topics, cfg.monitors, truth, len(refs), args.width or 0,

@@ -61,3 +61,15 @@ def test_cards_take_the_worst_verdict_of_their_requirements() -> None:
         "mPCD 'pedestrian' (hurdle)": "na",
         "near": "good",
     }
+
+
+def test_a_verification_requirement_shows_its_speed_in_metres_per_second_when_the_step_is_known():
+    from perception_safety.evaluation.requirements.check import Verdict
+    from perception_safety.pipeline.analyses.requirements import _speed
+    from perception_safety.pipeline.evaluate_config import EvaluateConfig
+
+    v = Verdict("P(phi) at v0 = 3", "verification", {"initial_speed": 3}, "lower", ">=", 0.9, "FAIL", 0.1, 0.2,
+                0.1, 0.3, None)
+    cfg = EvaluateConfig.model_validate({"verification": {"geometry": {"cell_length_m": 2.0}, "plot": {"step_s": 0.5}}})
+    assert _speed(v, cfg) == " (v0 = 3 cells/step = 12 m/s)"  # 3 cells x 2 m / 0.5 s
+    assert _speed(v, EvaluateConfig()) == ""  # no time step: no m/s (the section says how to get it)
