@@ -39,7 +39,8 @@ details.sec{border-top:2px solid #d0d7de;margin-top:1.2em}details.sec>summary{fo
 padding:.4em 0;cursor:pointer}details.sec>summary h2{display:inline;border:0;font-size:1em}
 .decision{border:2px solid #d0d7de;border-radius:10px;padding:.2em 1.2em 1em;margin:1em 0}
 .decision.FAIL{border-color:#cf222e}.decision.PASS{border-color:#1a7f37}.decision.INCONCLUSIVE{border-color:#9a6700}
-.verdict{font-size:1.6em;font-weight:700;margin:.4em 0}.verdict.FAIL{color:#cf222e}.verdict.PASS{color:#1a7f37}
+.verdict{font-size:1.6em;font-weight:700;margin:.4em 0}
+.verdict .note{font-size:.55em;font-weight:400}.verdict.FAIL{color:#cf222e}.verdict.PASS{color:#1a7f37}
 .thumbs{display:flex;flex-wrap:wrap;gap:8px}.thumbs figure{margin:0;width:240px}
 .thumbs img{border:1px solid #57606a;margin:0;display:block}.thumbs figcaption{font-size:.78em;color:#1b1f24}
 .strip figure{width:160px}details.ev{margin:.2em 0}details.ev>summary{cursor:pointer}
@@ -282,9 +283,12 @@ class Report:
         if self.verdict or self.verdict_text:
             out.append(f"<div class='verdict {css}'>{html.escape(self.verdict)} <span class='note'>"
                        f"{html.escape(self.verdict_text)}</span></div>")
-        for i, s in enumerate(self.lead):
+        notes = Section("notes")
+        for i, s in enumerate(self.lead):  # the lead's notes go to the end of the box: the numbers first
             out.append(f"<h3 id='lead{i}'>{html.escape(s.title)}</h3>")
-            out += _blocks_html(s)
+            body = Section(s.title, [b for b in s.blocks if not (b[0] == "text" and b[1][1] == "note")])
+            notes.blocks += [b for b in s.blocks if b[0] == "text" and b[1][1] == "note"]
+            out += _blocks_html(body)
         if self.failures or self.failures_note:
             out.append("<h3>Worst failures</h3><div class='thumbs'>")
             out += [p.html() for p in self.failures]
@@ -298,6 +302,7 @@ class Report:
             out += [f"<li>{html.escape(_short(w.text, 300))}</li>" for w in top]
             out.append(f"</ol><p class='note'>{more} more under <a href='#warnings'>Warnings</a>.</p>" if more > 0
                        else "</ol>")
+        out += _blocks_html(notes)
         out.append("</section>")
         return out
 
