@@ -44,13 +44,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _extract(args: argparse.Namespace, refs: list) -> None:
-    from perception_safety.pipeline.compare import load_results
     from perception_safety.pipeline.evaluate_config import EvaluateConfig
+    from perception_safety.pipeline.run_state import load_complete_results
     from perception_safety.report.overlay import TruthStyle
     from perception_safety.report.thumbnails import thumbnails
     from perception_safety.safe_io import write_bytes
 
-    doc = load_results(args.results)
+    path = args.results / "results.json" if args.results.is_dir() else args.results
+    doc = load_complete_results(path)
     cfg = EvaluateConfig.model_validate(doc["config"]) if isinstance(doc.get("config"), dict) else EvaluateConfig()
     truth = TruthStyle(cfg.confusion.iou_threshold, cfg.confusion.class_aware)
     thumbs = thumbnails(refs, cfg.bags.topics, cfg.monitors, truth, len(refs), args.width or 0,
