@@ -101,6 +101,9 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
         from perception_safety.pipeline.verdicts import verdict_part
 
         out["verdicts"] = verdict_part(ep, batch, cfg)  # monitor in the loop: counts per verdict
+        from perception_safety.pipeline.observations import OBSERVATIONS, observation_part
+
+        out[OBSERVATIONS] = observation_part(batch, cfg)  # the chain's independence test: sequences per episode
     if "bbsl" in analyses and cfg.image_boxes:
         out["bbsl"] = {}
         for name in cfg.evaluate.bbsl_specs:
@@ -171,6 +174,9 @@ class Reduced:
     """The confusion counts of each episode (the independent unit of the chain's intervals and posterior)."""
     evidence: dict[str, Any] = field(default_factory=dict)
     """Frame references per cell, failure and alarm (`pipeline.evidence.reduce_evidence`)."""
+    observation_runs: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """Per (variant, true env): `memory.ObservationRuns` of the pedestrian column (`pipeline.observations`)."""
+    ambiguous_frames: dict[str, int] = field(default_factory=dict)
 
 
 _TEST_CASE_FIELDS = tuple(f.name for f in fields(TestCase))
@@ -215,6 +221,10 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
         from perception_safety.evaluation.detection_ap.centre_distance import concat_partials
 
         red.detection_ap_centre = concat_partials(centre)
+    from perception_safety.pipeline.observations import ambiguous_frames, reduce_observations
+
+    red.observation_runs = reduce_observations(partials, cfg or EvaluateConfig())
+    red.ambiguous_frames = ambiguous_frames(partials)
     names = [n for _, ep in episodes for n in ep.get("pcd", {})]
     for name in dict.fromkeys(names):
         parts = [ep["pcd"][name] for _, ep in episodes if name in ep.get("pcd", {})]

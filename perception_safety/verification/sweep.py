@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,8 @@ from perception_safety.verification.controllers import ResolvedController, resol
 from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.export import export_drn, export_prism_explicit
+from perception_safety.verification.memory import ObservationRuns
+from perception_safety.verification.memory_check import check_memory
 from perception_safety.verification.posterior import round_to_error
 from perception_safety.verification.specs import check, resolve_specs
 from perception_safety.verification.uncertainty import chain_bounds, chain_posterior, posterior_draws
@@ -143,12 +145,15 @@ def run_sweep(
     export_dir: str | Path | None = None,
     name: str | None = None,
     episodes: Sequence[DistanceConfusion] = (),
+    observation_runs: Mapping[tuple[str, str], ObservationRuns] | None = None,
 ) -> SweepResult:
     """Every configured (variant, true env, max speed): build, check every spec, collect P(s0 ⊨ φ).
 
     ``name`` (e.g. the matrices' file path) prefixes error messages; ``export_dir`` receives the chains
     when ``cfg.export`` asks for them; ``episodes`` (each episode's matrices) make the episode the unit of the
-    bounds and the posterior (rows then carry ``clusters`` and ``status``).
+    bounds and the posterior (rows then carry ``clusters`` and ``status``); ``observation_runs`` (per (variant,
+    true env), the pedestrian column's consecutive observations) test the chain's independence assumption
+    (`memory_check`: rows then carry ``independence`` and, with runs of misses, the memory chain's ``memory_*``).
     """
     specs = resolve_specs(cfg.specs, cfg.custom_specs)
     for env_name in cfg.true_envs:
@@ -177,6 +182,10 @@ def run_sweep(
                 where = f"{variant}/{env_name}/V={V}"
                 bounds, info = chain_bounds(system, counted, specs, cfg, where, warnings)
                 unit = sampling_unit(counted, info.get("decision_bins"), where, warnings)
+                runs = (observation_runs or {}).get((variant, env_name))
+                mem = None if runs is None else check_memory(
+                    system, counted, runs, pedestrian_column(confusion, variant, counted, cfg), specs, cfg, where,
+                    warnings)
                 t3 = time.perf_counter()
                 post = chain_posterior(system, obs, draws, specs, cfg, warnings)
                 t4 = time.perf_counter()
@@ -189,6 +198,7 @@ def run_sweep(
                             "lower": None if b is None else float(b.lower[s]),
                             "upper": None if b is None else float(b.upper[s]),
                             **unit["row"],
+                            **({} if mem is None else mem.row(spec_name, i)),
                         }
                         if draws is not None:
                             err = None if q is None or q.mc_error is None else float(q.mc_error[i])
@@ -201,7 +211,7 @@ def run_sweep(
                 chains.append({
                     "variant": variant, "true_env": env_name, "max_speed": V, "n_states": chain.n_states,
                     "n_transitions": chain.n_transitions, "road_cells": g.road_cells, "stop_cell": g.stop_cell,
-                    "crosswalk_cell": g.crosswalk_cell, **info,
+                    "crosswalk_cell": g.crosswalk_cell, **info, **({} if mem is None else mem.info),
                     "unit": unit["chain"], "build_seconds": round(t1 - t0, 6),
                     "check_seconds": round(t2 - t1, 6), "bounds_seconds": round(t3 - t2, 6),
                     "posterior_seconds": round(t4 - t3, 6),
@@ -213,6 +223,15 @@ def run_sweep(
                     if cfg.export in ("prism", "both"):
                         export_prism_explicit(chain, stem)
     return SweepResult(tuple(results), tuple(chains), specs, tuple(dict.fromkeys(warnings)))
+
+
+def pedestrian_column(confusion: DistanceConfusion, variant: str, counted: CountedObservations,
+                      cfg: VerificationConfig) -> int:
+    """The matrix column of the pedestrian whose runs the independence test reads: the class (class variants)
+    or the environment's one true set (proposition variants)."""
+    if variant.startswith("class"):
+        return list(confusion.class_labels).index(cfg.pedestrian_label)
+    return int(counted.cells[0, 0, 1])
 
 
 def sampling_unit(counted: CountedObservations, bins: list[int] | None, where: str,

@@ -7,12 +7,13 @@ combination and name each skipped one with the reason, instead of failing the wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.errors import VerificationError
+from perception_safety.verification.memory import ObservationRuns
 from perception_safety.verification.sweep import SweepResult, run_sweep
 
 
@@ -22,15 +23,17 @@ def sweep_each(
     export_dir: Path | None,
     name: str,
     episodes: Sequence[DistanceConfusion] = (),
+    observation_runs: Mapping[tuple[str, str], ObservationRuns] | None = None,
 ) -> tuple[SweepResult, dict[str, str]]:
     """All combinations that can be checked (their results, chains and warnings merged, in config order) and
-    ``{"env/variant": reason}`` for those that cannot; ``episodes`` as `run_sweep` takes them."""
+    ``{"env/variant": reason}`` for those that cannot; ``episodes`` and ``observation_runs`` as `run_sweep`
+    takes them."""
     results, chains, warnings, specs, skipped = [], [], [], {}, {}
     for env_name, env in cfg.true_envs.items():
         for variant in cfg.variants:
             one_cfg = cfg.model_copy(update={"true_envs": {env_name: env}, "variants": [variant]})
             try:
-                one = run_sweep(confusion, one_cfg, export_dir, name, episodes)
+                one = run_sweep(confusion, one_cfg, export_dir, name, episodes, observation_runs)
             except VerificationError as exc:
                 skipped[f"{env_name}/{variant}"] = str(exc)
                 continue

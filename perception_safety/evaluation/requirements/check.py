@@ -7,7 +7,10 @@ than ``min_clusters`` is INCONCLUSIVE (never PASS; FAIL when the estimate itself
 threshold, since every valid bound lies beyond it). Recall and precision get their bounds here from the
 counts (cluster-aware from the per-episode counts when the results carry them, `confusion.rates`), BBSL
 pass rates from T of T+F; verification, PCD and returns bounds are read from the result rows
-(``lower`` / ``upper``, and ``clusters`` where the analysis states its independent units).
+(``lower`` / ``upper``, and ``clusters`` where the analysis states its independent units). A verification row
+whose chain found runs of misses is read from its memory chain (``memory_*``); a row the analysis marks
+inconclusive (``inconclusive_reason``: the independence of consecutive observations cannot be established)
+makes the requirement INCONCLUSIVE.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ class Measured:
     """Independent units (episodes) behind the number; None = not known (frames taken as independent)."""
     design_effect: float | None = None
     effective_n: float | None = None
+    inconclusive: str = ""
+    """Why the analysis itself calls the number inconclusive (a verification row's status), empty when it does not."""
 
 
 @dataclass(frozen=True)
@@ -120,17 +125,29 @@ def _verification(r: VerificationRequirement, results: Mapping[str, Any]) -> Mea
         return Measured(missing="no verification result matches" + (f" (skipped: {skipped})" if skipped else ""))
     worst_low = r.at_least is not None
     key = {"point": "probability", "lower": "lower", "upper": "upper"}[r.bound]
-    values = [_num(row.get(key)) for row in rows]
+    keys = [_memory_key(row, key) for row in rows]
+    values = [_num(row.get(k)) for row, k in zip(rows, keys, strict=True)]
     if any(v is None for v in values):
         return Measured(missing=f"the {len(rows)} matching verification row(s) carry no '{key}' value")
     i = int(np.argmin(values) if worst_low else np.argmax(values))
-    row = rows[i]
+    row, mem = rows[i], keys[i].startswith("memory_")
     where = f"{row['variant']}, env {row['true_env']}, V = {row['max_speed']}, v0 = {row['initial_speed']}"
     detail = f"{'min' if worst_low else 'max'} over {len(rows)} row(s), at {where}"
-    clusters = row.get("clusters") if isinstance(row.get("clusters"), int) else None
+    if mem:
+        detail += "; misses come in runs: P(phi) of the chain with one step of observation memory"
+    counts = [row.get(k) for k in ("clusters", "memory_clusters" if mem else "clusters")]
+    clusters = min((c for c in counts if isinstance(c, int)), default=None)
+    reasons = list(dict.fromkeys(str(q["inconclusive_reason"]) for q in rows if q.get("inconclusive_reason")))
+    p = "memory_" if mem else ""
     return Measured(
-        _num(row.get("probability")), _num(row.get("lower")), _num(row.get("upper")), None, detail, clusters=clusters
+        _num(row.get(f"{p}probability")), _num(row.get(f"{p}lower")), _num(row.get(f"{p}upper")), None, detail,
+        clusters=clusters, inconclusive="; ".join(reasons),
     )
+
+
+def _memory_key(row: Mapping[str, Any], key: str) -> str:
+    """The memory chain's figure where the row's chain found runs of misses (issue 24 item 9), else ``key``."""
+    return f"memory_{key}" if row.get("independence") == "memory" else key
 
 
 def _class_confusion(doc: Mapping[str, Any]) -> DistanceConfusion:
@@ -285,6 +302,8 @@ def judge(req: RequirementBase, m: Measured, min_clusters: int = MIN_CLUSTERS) -
     if value is None:
         return NOT_EVALUATED, f"no {req.bound} value ({m.detail})"
     ok = value >= thr if op == ">=" else value <= thr
+    if m.inconclusive:
+        return INCONCLUSIVE, f"{m.detail}; {m.inconclusive}"
     if m.clusters is not None and m.clusters < min_clusters:
         point_misses = m.point is not None and (m.point < thr if op == ">=" else m.point > thr)
         beyond_point = req.bound == "point" or (req.bound == "lower") == (op == ">=")

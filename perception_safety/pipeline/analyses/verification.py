@@ -25,7 +25,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     d.mkdir(parents=True, exist_ok=True)
     vcfg = cfg.verification
     sec = ev.report.section("System-level verification (Markov chain, Storm)")
-    swept, skipped = sweep_each(dc, vcfg, d, "evaluated matrices", red.episode_confusions)
+    swept, skipped = sweep_each(dc, vcfg, d, "evaluated matrices", red.episode_confusions, red.observation_runs)
     results, chains, specs, warnings = list(swept.results), list(swept.chains), swept.specs, swept.warnings
     for key, exc in skipped.items():
         env_name, variant = key.split("/", 1)
@@ -35,8 +35,11 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             f"true environment '{env_name}', variant '{variant}': not checked: {exc}",
             "verification_skipped",
         )
+    from perception_safety.verification.memory_check import is_independence_warning
+
     for w in warnings:
-        ev.warn("verification", w, "verification_bounds")
+        ev.warn("verification", w, "verification_independence" if is_independence_warning(w) else "verification_bounds")
+    _untested(ev, red, cfg)
     # Wall-clock times vary run to run: they go to their own file so results.json is reproducible.
     timing_keys = ("build_seconds", "check_seconds", "bounds_seconds", "posterior_seconds")
     write_text(d / "timings.json", json.dumps(chains, indent=1))
@@ -102,6 +105,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         + (f"; posterior: {pc.level:g} credible interval, Dirichlet(counts + {pc.prior:g}) per column, {pc.draws} "
            "whole-matrix draws" if post else ""),
     )
+    _independence_section(ev, sweep, spec)
     for v, w in worst.items():
         ev.report.summary.append(
             Metric(
@@ -109,9 +113,66 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
                 w["probability"],
                 "",
                 f"over V ≤ {max(vcfg.max_speeds)}, {len(vcfg.max_speeds)} speeds"
-                + ("" if w.get("lower") is None else f"; bounds [{w['lower']:.3g}, {w['upper']:.3g}]"),
+                + ("" if w.get("lower") is None else f"; bounds [{w['lower']:.3g}, {w['upper']:.3g}]")
+                + _memory_note(w),
             )
         )
+
+
+def _memory_note(row: dict[str, Any]) -> str:
+    """The memory chain's figure beside the memoryless one, or why P(phi) is inconclusive."""
+    if row.get("independence") == "memory":
+        lo, hi = row.get("memory_lower"), row.get("memory_upper")
+        return (f"; misses come in runs: with observation memory {row['memory_probability']:.3g}"
+                + ("" if lo is None else f" [{lo:.3g}, {hi:.3g}]"))
+    return "; INCONCLUSIVE (independence of observations)" if row.get("independence") == "inconclusive" else ""
+
+
+def _independence_section(ev: Evaluation, sweep: Any, spec: str) -> None:
+    """The tests of consecutive observations per (variant, environment) and P(phi) with and without memory."""
+    tests: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for c in sweep.chains:
+        for t in c.get("independence_tests", ()):
+            tests.setdefault((c["variant"], c["true_env"], t["bin"]), {**t, "status": c["independence"]})
+    if not tests:
+        return
+    sec = ev.report.section("Independence of consecutive observations (the chain's assumption)")
+    sec.text(
+        "The chain draws a fresh, independent observation at every step. Per decision bin, P(miss | miss before) "
+        "is compared with P(miss | hit before) over the pedestrian's consecutive frames, episodes as the unit "
+        "(cluster-robust t test, C - 1 degrees of freedom). Where misses come in runs, P(phi) is also computed by "
+        "the chain with one step of observation memory (state = car state and last observation, transition counts "
+        "from the data); where the data cannot test it, P(phi) is INCONCLUSIVE.", "note")
+    sec.table(
+        ["variant", "true env", "bin", "P(miss)", "P(miss | miss before)", "P(miss | hit before)", "episodes",
+         "pairs", "p-value", "verdict", "chain"],
+        [[v, e, b, _num(t["p_miss"]), _num(t["p_miss_after_miss"]), _num(t["p_miss_after_hit"]), t["episodes"],
+          t["pairs"], _num(t["p_value"]), t["verdict"], t["status"]] for (v, e, b), t in tests.items()],
+        "Per (variant, true environment) and bin the chain decides in (at any max speed)",
+    )
+    rows = [r for r in sweep.results if r["spec"] == spec and r.get("independence") in ("memory", "inconclusive")]
+    if rows:
+        sec.table(
+            ["variant", "true env", "V", "v0", f"P({spec}) memoryless", "with memory", "memory lower", "memory upper",
+             "memory episodes", "status"],
+            [[r["variant"], r["true_env"], r["max_speed"], r["initial_speed"], r["probability"],
+              _num(r.get("memory_probability")), _num(r.get("memory_lower")), _num(r.get("memory_upper")),
+              _num(r.get("memory_clusters")), r.get("status", "")] for r in rows],
+            f"P({spec}) of the memoryless chain beside the chain with one step of observation memory",
+        )
+
+
+def _untested(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
+    """Say so when the chain's independence could not be tested, and which frames the sequences left out."""
+    ped = cfg.verification.pedestrian_label
+    envs = cfg.verification.true_envs.values()
+    if not red.observation_runs and any(ped in e.class_objects or ped in e.prop.split(",") for e in envs):
+        ev.warn("verification", "the independence of consecutive observations was not tested (no per-frame "
+                "pedestrian sequences in these inputs): P(phi) assumes it", "verification_independence")
+    for column, n in sorted(red.ambiguous_frames.items()):
+        if n:
+            ev.warn("verification", f"{n} frame(s) hold several samples of the column '{column}': left out of the "
+                    "independence test's sequences (which follows which is unknown)", "verification_independence")
 
 
 def _num(v: float | None) -> float | str:
