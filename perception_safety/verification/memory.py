@@ -194,7 +194,7 @@ def assess(runs: ObservationRuns, counted: CountedObservations, hit: int, bins: 
     if any(t.verdict == DEPENDENT for t in used):
         status = MEMORY
         warnings += [f"bin {t.bin}: P(miss | miss before) = {t.p_miss_after_miss:.3g} vs P(miss | hit before) = "
-                     f"{t.p_miss_after_hit:.3g} (p = {t.p_value:.2g}, {t.episodes} episodes): misses come in runs; "
+                     f"{t.p_miss_after_hit:.3g} ({_p_text(t)}, {t.episodes} episodes): misses come in runs; "
                      "P(phi) from the chain with one step of observation memory" for t in used
                      if t.verdict == DEPENDENT]
         _, empty = memory_counts(counted, runs, int(counted.cells[0, 0, 1]))
@@ -204,3 +204,8 @@ def assess(runs: ObservationRuns, counted: CountedObservations, hit: int, bins: 
     if any(t.verdict == UNTESTABLE for t in used):
         status = INCONCLUSIVE
     return Assessment(status, tuple(tests), tuple(t.bin for t in used), tuple(warnings))
+
+
+def _p_text(t: RunTest) -> str:
+    """The test's p-value, or why it has none (every episode shows the same difference: no spread to test)."""
+    return f"p = {t.p_value:.2g}" if t.p_value is not None else "the same in every episode"

@@ -171,3 +171,16 @@ def test_assessment_names_the_chain_to_use_or_inconclusive():
     scattered = ObservationRuns.from_sequences(markov_miss_sequences(np.random.default_rng(5), 30, 8, 2, 0.3, 0.3),
                                                2, 3)
     assert assess(scattered, counted_of(scattered), 0, [0, 1]).status == INDEPENDENT
+
+
+def test_a_difference_without_spread_between_episodes_is_dependent_and_says_so():
+    """Two identical episodes (miss, miss, hit, hit): zero standard error; the verdict and warning still read."""
+    seq = (np.zeros(4, dtype=np.int64), np.array([2, 2, 0, 0]))
+    runs = ObservationRuns.from_sequences([seq, seq], 1, 3)
+    per_ep = np.zeros((2, 1, 3, 3))
+    per_ep[:, :, :, 0] = runs.marginal()
+    counted = CountedObservations.for_class(per_ep.sum(axis=0), LABELS, ["ped"], [(0.0, 100.0)], "runs", per_ep)
+    (t,) = independence_tests(runs, hit=0)
+    assert t.verdict == DEPENDENT and t.p_value is None
+    a = assess(runs, counted, 0, [0])
+    assert any("the same in every episode" in w for w in a.warnings)
