@@ -77,7 +77,7 @@ def check_memory(system: AbstractSystem, counted: CountedObservations, runs: Obs
             reason = (f"{where}: misses of the pedestrian come in runs, and the environment has several true columns: "
                       "the chain with observation memory models one, so P(phi) is INCONCLUSIVE")
             warnings += [f"{where}: {w}" for w in a.warnings] + [reason]
-            return MemoryCheck(INCONCLUSIVE, reason, info=_info(a))
+            return MemoryCheck(INCONCLUSIVE, reason, info=_info(a, INCONCLUSIVE))
     warnings += [f"{where}: {w}" for w in a.warnings]
     if a.status == INCONCLUSIVE:
         reason = (f"{where}: the independence of consecutive observations cannot be established in decision bin(s) "
@@ -150,9 +150,9 @@ def _one_column(counted: CountedObservations, hit: int) -> CountedObservations:
                                counted.bin_edges, counted.source, counted.clusters)
 
 
-def _info(a: Any) -> dict[str, Any]:
-    """The chain record's summary of the tests of its decision bins."""
-    return {"independence": a.status, "independence_tests": [
+def _info(a: Any, status: str | None = None) -> dict[str, Any]:
+    """The chain record's summary of the tests of its decision bins (``status``: the chain's, default the test's)."""
+    return {"independence": status or a.status, "independence_tests": [
         {"bin": t.bin, "p_miss": t.p_miss, "p_miss_after_miss": t.p_miss_after_miss,
          "p_miss_after_hit": t.p_miss_after_hit, "episodes": t.episodes, "pairs": t.pairs,
          "p_value": t.p_value, "verdict": t.verdict} for t in a.tests if t.bin in a.decision_bins]}

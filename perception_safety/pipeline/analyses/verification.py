@@ -150,16 +150,29 @@ def _independence_section(ev: Evaluation, sweep: Any, spec: str) -> None:
           t["pairs"], _num(t["p_value"]), t["verdict"], t["status"]] for (v, e, b), t in tests.items()],
         "Per (variant, true environment) and bin the chain decides in (at any max speed)",
     )
-    rows = [r for r in sweep.results if r["spec"] == spec and r.get("independence") in ("memory", "inconclusive")]
-    if rows:
-        sec.table(
-            ["variant", "true env", "V", "v0", f"P({spec}) memoryless", "with memory", "memory lower", "memory upper",
-             "memory episodes", "status"],
-            [[r["variant"], r["true_env"], r["max_speed"], r["initial_speed"], r["probability"],
-              _num(r.get("memory_probability")), _num(r.get("memory_lower")), _num(r.get("memory_upper")),
-              _num(r.get("memory_clusters")), r.get("status", "")] for r in rows],
-            f"P({spec}) of the memoryless chain beside the chain with one step of observation memory",
-        )
+    worst: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in sweep.results:
+        if r["spec"] == spec and r.get("independence") in ("memory", "inconclusive"):
+            worst.setdefault((r["variant"], r["true_env"]), []).append(r)
+    if not worst:
+        return
+    rows = []
+    for (v, e), rs in worst.items():
+        plain = min(rs, key=lambda r: r["probability"])
+        mem = [r for r in rs if r.get("memory_probability") is not None]
+        m = min(mem, key=lambda r: r["memory_probability"]) if mem else None
+        rows.append([v, e, plain["probability"], f"V = {plain['max_speed']}, v0 = {plain['initial_speed']}",
+                     *([m["memory_probability"], _num(m.get("memory_lower")), _num(m.get("memory_upper")),
+                        f"V = {m['max_speed']}, v0 = {m['initial_speed']}", _num(m.get("memory_clusters"))]
+                       if m else ["n/a"] * 5),
+                     "inconclusive" if any(r.get("status") == "inconclusive" for r in rs) else "ok"])
+    sec.table(
+        ["variant", "true env", f"worst P({spec}) memoryless", "at", "worst with memory", "lower", "upper", "at",
+         "memory episodes", "status"],
+        rows,
+        f"Worst P({spec}) over (V, v0) of the memoryless chain beside the chain with one step of observation memory "
+        "(n/a: no memory chain, P(phi) INCONCLUSIVE); status: inconclusive when any of its rows is",
+    )
 
 
 def _untested(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
