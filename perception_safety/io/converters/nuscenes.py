@@ -62,11 +62,32 @@ def _load(path: Path) -> Any:
         raise ConversionError(f"{path}: JSON nested too deeply") from None
 
 
+STRING_FIELDS = {
+    "scene": ("name",), "sample": ("scene_token",), "sensor": ("channel",), "calibrated_sensor": ("sensor_token",),
+    "sample_data": ("sample_token", "ego_pose_token", "calibrated_sensor_token"),
+    "sample_annotation": ("sample_token", "instance_token"), "instance": ("category_token",), "category": ("name",),
+}
+"""Per table, the fields used as keys or names: strings wherever present (the public schema's tokens)."""
+
+
 def _table(folder: Path, name: str) -> dict[str, dict[str, Any]]:
-    rows = _load(folder / f"{name}.json")
+    path = folder / f"{name}.json"
+    rows = _load(path)
     if not isinstance(rows, list) or not all(isinstance(r, dict) and "token" in r for r in rows):
-        raise ConversionError(f"{folder / (name + '.json')}: expected a list of records with a 'token'")
+        raise ConversionError(f"{path}: expected a list of records with a 'token'")
+    for i, r in enumerate(rows):
+        for key in ("token", *STRING_FIELDS.get(name, ())):
+            if key in r and not isinstance(r[key], str):
+                raise ConversionError(f"{path}: record {i} ('token' {str(r['token'])[:40]}): {key!r}: expected a "
+                                      f"string, got {str(r[key])[:60]}")
     return {r["token"]: r for r in rows}
+
+
+def _count(record: dict[str, Any], key: str, default: int, where: str) -> int:
+    value = record.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConversionError(f"{where}: {key!r}: expected a count (an integer >= 0), got {value!r}")
+    return value
 
 
 def _vector(record: dict[str, Any], key: str, n: int, where: str) -> np.ndarray:
@@ -147,12 +168,26 @@ def convert_nuscenes(
     for ann in tables["sample_annotation"].values():
         anns.setdefault(ann.get("sample_token"), []).append(ann)
     scenes = {t: r.get("name") or t for t, r in tables["scene"].items()}
+    for token, sample in tables["sample"].items():
+        stamp = sample.get("timestamp")
+        if isinstance(stamp, bool) or not isinstance(stamp, int):
+            raise ConversionError(f"{folder / 'sample.json'}: sample {token}: 'timestamp': expected microseconds "
+                                  f"(an integer), got {stamp!r}")
     samples = sorted(tables["sample"].values(), key=lambda s: (str(scenes.get(s.get("scene_token"), "")),
-                                                                  s.get("timestamp", 0)))
+                                                                  s["timestamp"]))
+    if not samples:
+        raise ConversionError(f"{folder / 'sample.json'}: no sample: nothing to convert")
     known = {s["token"] for s in samples}
     unknown = sorted(set(preds) - known)
+    if results is not None and preds and len(unknown) == len(preds):
+        raise ConversionError(f"{results}: none of its {len(preds)} sample token(s) is in {folder} (e.g. "
+                              f"{unknown[0]!r}): results of another split or version?")
     if unknown:
         report.notes.append(f"{len(unknown)} sample token(s) of the results are not in the tables (ignored)")
+    absent = len(known - set(preds))
+    if results is not None and absent:
+        report.notes.append(f"warning: {absent} of {len(known)} samples have no entry in the results (the "
+                            "submission format lists every sample): they count as frames without detections")
     report.notes.append("distances: ground-plane distance from the ego (LIDAR_TOP key-frame pose), as nuScenes")
     for sample in samples:
         token = sample["token"]
@@ -160,16 +195,16 @@ def convert_nuscenes(
         if pose_token not in tables["ego_pose"]:
             report.skipped["samples without a LIDAR_TOP ego pose"] += 1
             continue
-        ego = _EgoFrame(tables["ego_pose"][pose_token], f"ego_pose {pose_token}")
+        ego = _EgoFrame(tables["ego_pose"][pose_token], f"{folder / 'ego_pose.json'}: ego_pose {pose_token}")
         gts = []
         for ann in sorted(anns.get(token, []), key=lambda a: a["token"]):
-            where = f"sample_annotation {ann['token']}"
+            where = f"{folder / 'sample_annotation.json'}: sample_annotation {ann['token']}"
             category = instance_cat.get(ann.get("instance_token"), "")
             detection_class = DETECTION_CLASSES.get(category)
             if detection_class is None:
                 report.skipped[f"annotations of categories the benchmark does not evaluate ({category or '?'})"] += 1
                 continue
-            if not keep_empty and int(ann.get("num_lidar_pts", 1)) + int(ann.get("num_radar_pts", 0)) == 0:
+            if not keep_empty and _count(ann, "num_lidar_pts", 1, where) + _count(ann, "num_radar_pts", 0, where) == 0:
                 report.skipped["annotations with no lidar or radar point"] += 1
                 continue
             pos, box = _object(ann, ego, where)
@@ -189,8 +224,7 @@ def convert_nuscenes(
         report.frames += 1
         report.ground_truth += len(gts)
         report.detections += len(dets)
-        stamp = sample.get("timestamp", 0)
-        stamp_ns = int(stamp) * 1000 if isinstance(stamp, int) and not isinstance(stamp, bool) else 0
+        stamp_ns = sample["timestamp"] * 1000
         episode = str(scenes.get(sample.get("scene_token"), ""))
         yield Frame(stamp_ns, tuple(dets), tuple(gts), frame_id=token, episode=episode)
 
