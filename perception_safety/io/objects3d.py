@@ -24,7 +24,6 @@ DETECTIONS_3D_TYPE = "vision_msgs/msg/Detection3DArray"
 AUTOWARE_OBJECTS_TYPE = "autoware_perception_msgs/msg/DetectedObjects"
 
 
-
 def _t(name: str) -> Any:
     return ros2_typestore().types[name]
 
@@ -50,11 +49,24 @@ def footprint(position: tuple[float, float, float], length: float, width: float,
 def _hypothesis_3d(det: Any, what: str) -> tuple[str, float]:
     if not det.results:
         raise InvalidValueError(f"{what}: no results (class hypothesis) present")
-    best = max(det.results, key=lambda r: r.hypothesis.score)
-    score = float(best.hypothesis.score)
-    if not math.isfinite(score):
-        raise InvalidValueError(f"{what}: non-finite score {score}")
-    return str(best.hypothesis.class_id), score
+    scores = [float(r.hypothesis.score) for r in det.results]
+    if not all(math.isfinite(s) for s in scores):
+        raise InvalidValueError(f"{what}: non-finite score in {scores}")
+    best = det.results[int(np.argmax(scores))]
+    if not str(best.hypothesis.class_id).strip():
+        raise InvalidValueError(f"{what}: empty class_id")
+    return str(best.hypothesis.class_id), max(scores)
+
+
+GLOBAL_FRAMES = frozenset({"map", "odom", "world", "earth", "utm", "global"})
+"""Frame ids of fixed (non-ego) frames: positions there give no distance from the ego."""
+
+
+def _ego_frame(msg: Any) -> None:
+    frame = str(msg.header.frame_id).strip().lstrip("/")
+    if frame.lower() in GLOBAL_FRAMES:
+        raise InvalidValueError(f"header.frame_id {frame!r} is a fixed frame: positions must be in the ego frame "
+                                "(base_link); transform the list first")
 
 
 def _centre(pose: Any) -> tuple[float, float, float]:
@@ -64,6 +76,7 @@ def _centre(pose: Any) -> tuple[float, float, float]:
 
 def detections_from_3d_msg(msg: Any) -> tuple[Detection, ...]:
     """A Detection3DArray as detections (highest-scoring hypothesis, centre, footprint)."""
+    _ego_frame(msg)
     out = []
     for i, det in enumerate(msg.detections):
         what = f"detections[{i}]"
@@ -76,6 +89,7 @@ def detections_from_3d_msg(msg: Any) -> tuple[Detection, ...]:
 
 def ground_truth_from_3d_msg(msg: Any) -> tuple[GroundTruthObject, ...]:
     """A ground-truth Detection3DArray as objects (distance = ``hypot(x, y)`` of the centre, track id = ``id``)."""
+    _ego_frame(msg)
     out = []
     for i, det in enumerate(msg.detections):
         what = f"ground_truth[{i}]"
@@ -89,22 +103,33 @@ def ground_truth_from_3d_msg(msg: Any) -> tuple[GroundTruthObject, ...]:
 def detections_from_autoware(msg: Any) -> tuple[Detection, ...]:
     """Autoware DetectedObjects as detections: the most probable classification's label, the existence
     probability as score (the classification's probability when the existence probability is 0)."""
+    _ego_frame(msg)
     out = []
     for i, obj in enumerate(msg.objects):
         what = f"objects[{i}]"
         if not obj.classification:
             raise InvalidValueError(f"{what}: no classification present")
-        best = max(obj.classification, key=lambda c: c.probability)
+        probs = [_probability(c.probability, f"{what}: classification probability") for c in obj.classification]
+        best = obj.classification[int(np.argmax(probs))]
         label = int(best.label)
-        class_id = AUTOWARE_LABELS[label] if 0 <= label < len(AUTOWARE_LABELS) else f"label_{label}"
-        score = float(obj.existence_probability) or float(best.probability)
-        if not math.isfinite(score):
-            raise InvalidValueError(f"{what}: non-finite score {score}")
+        if not 0 <= label < len(AUTOWARE_LABELS):
+            raise InvalidValueError(f"{what}: Autoware label {label} outside 0..{len(AUTOWARE_LABELS) - 1} "
+                                    f"({AUTOWARE_LABELS[0]}..{AUTOWARE_LABELS[-1]}): another message version?")
+        class_id = AUTOWARE_LABELS[label]
+        score = _probability(obj.existence_probability, f"{what}: existence_probability") or max(probs)
         pos = _centre(obj.kinematics.pose_with_covariance.pose)
         dims = obj.shape.dimensions
         box = footprint(pos, float(dims.x), float(dims.y), what)
-        out.append(Detection(box, class_id, min(max(score, 0.0), 1.0), pos))
+        out.append(Detection(box, class_id, score, pos))
     return tuple(out)
+
+
+def _probability(value: float, what: str) -> float:
+    """A probability of the message, in [0, 1] (float round-off of 1e-6 clipped); anything else is malformed."""
+    p = float(value)
+    if not -1e-6 <= p <= 1.0 + 1e-6:  # also refuses NaN
+        raise InvalidValueError(f"{what} {p} outside [0, 1]")
+    return min(max(p, 0.0), 1.0)
 
 
 # ---------------------------------------------------------------- writing (tests, users' own recordings)
