@@ -9,7 +9,7 @@ lines without the key form one entry named ``""`` whose frames are each their ow
 input is plain JSON::
 
     {"format": PARTIAL_FORMAT, "bag": path, "kind": "bag", "frames": n, "read_report": {...},
-     "box_extent": [...], "episodes": [{"episode": id, "conditions": {...}, "frames": n, ...consumer keys}]}
+     "box_extent": [...], "positions": [with, objects], "episodes": [{"episode": id, "conditions": {...}, "frames": n, ...consumer keys}]}
 
 so the reduce can sum over inputs or keep per-episode (per-cluster) counts. The input's conditions come from the
 caller (`io.bag_inputs.select_bags` parsed metadata.yaml once); the pass never parses it again.
@@ -147,6 +147,8 @@ def run_pass(inp: MapInput, opts: ReadOptions, episode_map: EpisodeMap, image_si
     }
     if inp.kind == "dataset":
         partial["read_report"]["episodes"] = sum(1 for ep in episodes if ep["episode"])
+    objects = [o for f in frames_all for o in (*f.ground_truth, *f.detections)]
+    partial["positions"] = [sum(o.position is not None for o in objects), len(objects)]
     if image_size is not None:
         ext = box_extent(frames_all, image_size, overflow_px)
         partial["box_extent"] = [ext.max_x, ext.max_y, ext.outside, ext.boxes]

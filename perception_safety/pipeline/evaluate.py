@@ -177,6 +177,8 @@ class Reduced:
     observation_runs: dict[tuple[str, str], Any] = field(default_factory=dict)
     """Per (variant, true env): `memory.ObservationRuns` of the pedestrian column (`pipeline.observations`)."""
     ambiguous_frames: dict[str, int] = field(default_factory=dict)
+    positions: tuple[int, int] = (0, 0)
+    """(objects with an ego-frame position, all objects): 3D object lists carry one, image boxes do not."""
 
 
 _TEST_CASE_FIELDS = tuple(f.name for f in fields(TestCase))
@@ -202,6 +204,8 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
     for p in partials:
         if "box_extent" in p:
             red.box_extent = red.box_extent.merge(BoxExtent(*p["box_extent"]))
+        if "positions" in p:
+            red.positions = (red.positions[0] + p["positions"][0], red.positions[1] + p["positions"][1])
     episodes = list(episode_entries(partials))
     confs = [confusion_from_mapping(ep["confusion"], bag) for bag, ep in episodes if "confusion" in ep]
     if confs:

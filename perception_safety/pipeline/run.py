@@ -98,6 +98,10 @@ def _evaluate(
 ) -> Evaluation:
     console = console or Console(stderr=True)
     check_requirement_names(cfg, "config")
+    if cfg.tuning is not None or cfg.model_check is not None:
+        from perception_safety.pipeline.analyses.tuning import check_sections
+
+        check_sections(cfg, config_text)
     if jobs is not None:
         cfg = cfg.model_copy(update={"executor": cfg.executor.model_copy(update={"jobs": jobs})})
     out.mkdir(parents=True, exist_ok=True)
@@ -148,6 +152,12 @@ def _evaluate(
         report=report,
     )
     warn_about_inputs(ev, found)
+    with_position, objects = red.positions
+    if cfg.confusion.matching == "centre_distance" and with_position < objects:
+        ev.warn("confusion", f"confusion.matching: centre_distance, but {objects - with_position} of {objects} objects "
+                "carry no ego-frame position (image boxes in pixels): their centres are compared in pixels against "
+                f"centre_distance_m = {cfg.confusion.centre_distance_m:g}, which is meaningless; use matching: iou for "
+                "image detectors (docs/objects3d.md)", "centre_distance_on_image_boxes")
     clock.lap("provenance")
     analyses = cfg.evaluate.analyses
     if "bbsl" in analyses and not cfg.image_boxes:

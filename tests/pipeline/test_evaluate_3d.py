@@ -39,6 +39,7 @@ def test_evaluate_on_an_autoware_object_bag(tmp_path):
     assert main(["evaluate", str(tmp_path / "objects"), "--config", str(cfg), "--out", str(tmp_path / "out")]) == 0
     res = json.loads((tmp_path / "out" / "results.json").read_text())
     assert "bbsl_not_for_3d" in {w["code"] for w in res["warnings"]}
+    assert "centre_distance_on_image_boxes" not in {w["code"] for w in res["warnings"]}  # every object has a position
     ped_ap = res["detection_ap"]["ped"]["pooled"]  # nuScenes-style AP by centre distance
     assert 0 < ped_ap["ap"] <= 1 and ped_ap["ground_truth"] == n_ped
     assert set(ped_ap["ap_by_threshold"]) == {"0.5 m", "1 m", "2 m", "4 m"}

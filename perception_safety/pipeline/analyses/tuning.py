@@ -11,6 +11,35 @@ from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 
 
+def check_sections(cfg: EvaluateConfig, config_text: str) -> None:
+    """The ``tuning`` and ``model_check`` sections checked before any input is read: parameters, values,
+    requirements and speeds parse, the base monitors load, the model folder holds a run (exit 2 otherwise)."""
+    if cfg.tuning is not None:
+        import yaml
+
+        from perception_safety.pipeline.tuning.checks import check_speeds
+        from perception_safety.pipeline.tuning.grid import operating_points
+        from perception_safety.pipeline.tuning.run import base_monitors
+        from perception_safety.pipeline.tuning.select import parse_requirement
+
+        t = cfg.tuning
+        data = yaml.safe_load(config_text) or {}
+        operating_points(base_monitors(data if isinstance(data, dict) else {}, Path(cfg.base_dir)), t.params, t.values)
+        for r in t.require:
+            parse_requirement(r)
+        check_speeds(t.speed, t.initial_speed, cfg.verification)
+    if cfg.model_check is not None:
+        from perception_safety.pipeline.validity import ValidityError
+
+        model = Path(cfg.model_check.model)
+        model = model if model.is_absolute() else Path(cfg.base_dir) / model
+        if not (model / "results.json").is_file():
+            raise ValidityError(f"model_check.model: {model}: no results.json (an `evaluate --out` folder is needed)")
+        if not any((model / "partials").glob("*.json")):
+            raise ValidityError(f"model_check.model: {model}/partials: no partials: the model's per-episode counts "
+                                "are needed")
+
+
 def run_tuning_step(ev: Evaluation, cfg: EvaluateConfig, config_text: str, out: Path, inputs: Sequence[str]) -> None:
     import yaml
 
