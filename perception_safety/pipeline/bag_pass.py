@@ -9,7 +9,8 @@ lines without the key form one entry named ``""`` whose frames are each their ow
 input is plain JSON::
 
     {"format": PARTIAL_FORMAT, "bag": path, "kind": "bag", "frames": n, "read_report": {...},
-     "box_extent": [...], "positions": [with, objects], "episodes": [{"episode": id, "conditions": {...}, "frames": n, ...consumer keys}]}
+     "box_extent": [...], "positions": [with, objects],
+     "episodes": [{"episode": id, "conditions": {...}, "frames": n, ...consumer keys}]}
 
 so the reduce can sum over inputs or keep per-episode (per-cluster) counts. The input's conditions come from the
 caller (`io.bag_inputs.select_bags` parsed metadata.yaml once); the pass never parses it again.

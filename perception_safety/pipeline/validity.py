@@ -87,7 +87,8 @@ def new_counts(inputs: Sequence[str], cfg: EvaluateConfig, work: Path) -> tuple[
         if excluded else []
     paths = used(found)
     if not paths:
-        raise ValidityError("no usable bag among the new inputs")
+        raise ValidityError(f"no usable bag among the new inputs ({', '.join(map(str, inputs))})"
+                            + (f": {notes[0]}" if notes else ""))
     mapped = map_bags(paths, cfg, work / "partials")
     notes += [f"{bag}: unreadable: {why}" for bag, why in mapped.failed.items()]
     red = reduce_partials(mapped.partials, cfg)

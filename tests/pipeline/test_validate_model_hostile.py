@@ -61,3 +61,10 @@ def test_unreadable_new_bags_are_named(model, capsys):
     assert _validate(model, model / "run", inputs="bad") == 2
     err = capsys.readouterr().err
     assert "gave no confusion counts" in err and "b1" in err
+
+
+def test_an_empty_new_input_folder_is_named(model, capsys):
+    (model / "empty").mkdir()
+    assert _validate(model, model / "run", inputs="empty") == 2
+    err = capsys.readouterr().err
+    assert "no usable bag among the new inputs" in err and "empty" in err
