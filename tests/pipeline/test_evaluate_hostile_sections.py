@@ -40,7 +40,7 @@ def test_centre_distance_on_image_boxes_warns(bags, tmp_path):
 @pytest.mark.parametrize(("section", "message"), [
     ("model_check:\n  model: nowhere\n", "model_check.model: "),
     ("tuning:\n  params: [monitors.contrast.threshold]\n  values: ['10,20']\n  require: ['rh<=2']\n",
-     "a bound of 2 is always or never met"),
+     "config section tuning (params/values/require/speed as tune-monitor's flags): --require 'rh<=2'"),
     ("tuning:\n  params: [monitors.contrast.treshold]\n  values: ['10,20']\n", "no key 'treshold'"),
     ("tuning:\n  params: [monitors.contrast.threshold]\n  values: ['10']\n  speed: 9\n"
      "verification:\n  max_speeds: [2]\n", "--speed 9"),

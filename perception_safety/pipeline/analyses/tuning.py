@@ -18,16 +18,21 @@ def check_sections(cfg: EvaluateConfig, config_text: str) -> None:
         import yaml
 
         from perception_safety.pipeline.tuning.checks import check_speeds
-        from perception_safety.pipeline.tuning.grid import operating_points
+        from perception_safety.pipeline.tuning.grid import TuningError, operating_points
         from perception_safety.pipeline.tuning.run import base_monitors
         from perception_safety.pipeline.tuning.select import parse_requirement
 
         t = cfg.tuning
         data = yaml.safe_load(config_text) or {}
-        operating_points(base_monitors(data if isinstance(data, dict) else {}, Path(cfg.base_dir)), t.params, t.values)
-        for r in t.require:
-            parse_requirement(r)
-        check_speeds(t.speed, t.initial_speed, cfg.verification)
+        try:
+            operating_points(base_monitors(data if isinstance(data, dict) else {}, Path(cfg.base_dir)), t.params,
+                             t.values)
+            for r in t.require:
+                parse_requirement(r)
+            check_speeds(t.speed, t.initial_speed, cfg.verification)
+        except TuningError as exc:  # the messages name tune-monitor's flags: say which section they come from
+            raise TuningError(f"config section tuning (params/values/require/speed as tune-monitor's flags): {exc}") \
+                from None
     if cfg.model_check is not None:
         from perception_safety.pipeline.validity import ValidityError
 
