@@ -148,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
         thin_columns,
         thin_columns_to_json,
     )
+    from perception_safety.evaluation.ground_truth_screen import GroundTruthScreen, screen_warnings, unmapped_warnings
     from perception_safety.io.config import load_model
 
     cfg = load_model(args.config, ConfusionRunConfig, section="confusion")
@@ -157,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
     notes: list[str] = []
     acc: ConfusionAccumulator | None = None
     frame_inputs: list[str] = []
+    screen = GroundTruthScreen(cfg.iou_threshold)  # ignore regions and impossible ground truth, before accumulation
     for raw in args.inputs:
         path = Path(raw)
         if _matrix_file(path):
@@ -179,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
             frames = _frames(
                 path, cfg, skip_bad, notes, cfg_name, args.include_perfect_perception, args.include_monitored
             )
-            acc.add_frames(_progress(frames, path.name, show))
+            acc.add_frames(_progress(screen.frames(frames), path.name, show))
         frame_inputs.append(str(path))
     if acc is not None:
         parts.insert(0, acc.result(source=", ".join(frame_inputs)))
@@ -195,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     rows = class_metrics(dc, cfg.alpha, cfg.min_samples)
     thin = thin_columns(dc, cfg.min_samples)
     warnings = thin_column_messages(thin, cfg.min_samples) + sampling_warnings(dc, cfg.alpha, cfg.min_clusters)
+    warnings += screen_warnings(screen.counts) + unmapped_warnings(dc.report)
     if cfg.sample_unit == "track_window" and acc is not None:
         from perception_safety.evaluation.confusion.windows import sample_unit_note, untracked_warning
 

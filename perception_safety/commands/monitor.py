@@ -46,7 +46,7 @@ def _settings(path: Path, node: str) -> Any:
 
     p = model_from_mapping(section["ros__parameters"], SafetyMonitorParams, str(path), f"{node}.ros__parameters")
     return MonitorSettings(p.monitors, p.fail_safe_stop, p.stop_on_monitor_alarm, p.use_image, p.topics.image,
-                           p.topics.camera_info, p.topics.detections, round(p.sync.slop_s * 1e9))
+                           p.topics.camera_info, p.topics.detections, p.topics.odometry, round(p.sync.slop_s * 1e9))
 
 
 def run(args: argparse.Namespace) -> int:

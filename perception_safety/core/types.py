@@ -111,13 +111,18 @@ class Detection:
 
 @dataclass(frozen=True, slots=True)
 class GroundTruthObject:
-    """An annotated object: box, class, position in the ego frame (m), distance (m), track id."""
+    """An annotated object: box, class, position in the ego frame (m), distance (m), track id.
+
+    ``ignore``: an ignore region, not an object (KITTI ``DontCare``, COCO ``iscrowd``): detections inside it count
+    neither as true nor as false positives (`evaluation.ground_truth_screen`).
+    """
 
     box: Box
     class_id: str
     distance: float
     position: tuple[float, float, float] | None = None
     track_id: str = ""
+    ignore: bool = False
 
     def __post_init__(self) -> None:
         _require_finite("ground-truth distance", self.distance)
@@ -167,7 +172,7 @@ class Frame:
     episode: str = ""
     """The independent unit the frame belongs to (a bag, its ``perception_safety.episode``, a dataset's episode
     key); ``""`` = not known. Cluster-aware intervals group frames by it (evaluation/clustered.py)."""
-    camera: Intrinsics | None = None
+    camera: Intrinsics | None = field(default=None, compare=False)
 
     def detection_boxes(self) -> np.ndarray:
         """Detections' boxes as an ``(n, 4)`` float64 array."""

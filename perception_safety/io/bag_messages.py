@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -142,6 +143,11 @@ def camera_info_intrinsics(msg: Any) -> Intrinsics | None:
     return Intrinsics(fx, fy, cx, cy, w, h)
 
 
+def camera_info_reading(msg: Any) -> tuple[tuple[int, int], Intrinsics | None]:
+    """``(size, intrinsics or None)`` of a CameraInfo (what the bag reader joins to a frame)."""
+    return camera_info_size(msg), camera_info_intrinsics(msg)
+
+
 def check_image_size(image: np.ndarray, info_size: tuple[int, int] | None) -> None:
     """Refuse an image whose size disagrees with its CameraInfo (boxes and intrinsics would be in another frame)."""
     if info_size is None:
@@ -188,12 +194,13 @@ def detections_to_msg(detections: tuple[Detection, ...], stamp_ns: int, frame_id
 
 def ground_truth_to_msg(objects: tuple[GroundTruthObject, ...], stamp_ns: int, frame_id: str = "camera") -> Any:
     """Ground truth as a vision_msgs/Detection2DArray. An object without a position is written at
-    ``(distance, 0, 0)`` so that its distance survives the trip."""
+    ``(distance, 0, 0)`` so that its distance survives the trip; an ignore region (KITTI DontCare, COCO iscrowd)
+    has hypothesis score 0, every object score 1."""
     dets = [
         _detection2d(
             g.box,
             g.class_id,
-            1.0,
+            0.0 if g.ignore else 1.0,
             g.position if g.position is not None else (g.distance, 0.0, 0.0),
             g.track_id,
             stamp_ns,
@@ -249,9 +256,10 @@ def ground_truth_from_msg(msg: Any) -> tuple[GroundTruthObject, ...]:
     """A ground-truth Detection2DArray as objects with position and distance (its norm)."""
     out = []
     for i, det in enumerate(msg.detections):
-        class_id, _ = _hypothesis(det, i)
+        class_id, score = _hypothesis(det, i)
         p = det.results[0].pose.pose.position
-        out.append(GroundTruthObject.at_position(_box_of(det, i), class_id, (p.x, p.y, p.z), str(det.id)))
+        g = GroundTruthObject.at_position(_box_of(det, i), class_id, (p.x, p.y, p.z), str(det.id))
+        out.append(replace(g, ignore=True) if score == 0.0 else g)
     return tuple(out)
 
 

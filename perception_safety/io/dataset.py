@@ -14,7 +14,8 @@ sequence, a drive): frames of one episode are not independent samples, and the c
 `evaluate`'s per-episode partials use it; ``distance``
 may be omitted when ``position`` is given (it is then the position's norm). An optional ``candidates`` list
 (same shape as ``detections``) holds the detector's boxes *below* its score threshold; only PCD reads them
-(absent = not recorded).
+(absent = not recorded). A ground-truth entry with ``"ignore": true`` is an ignore region (KITTI DontCare, COCO
+iscrowd; its distance may be omitted): detections inside count neither as true nor as false positives.
 A malformed line is an error naming file and line, or, with ``skip_bad``, a counted skip.
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -117,10 +118,15 @@ def frame_from_record(record: dict[str, Any], index: int = 0) -> Frame:
             box = _box(g["box"], "box")
             cls, track = _text(g, "class"), _text(g, "track_id", required=False)
             pos = _position(g["position"]) if g.get("position") is not None else None
+            ignore = g.get("ignore", False)
+            if not isinstance(ignore, bool):
+                raise InvalidValueError(f"ignore: expected true or false, got {ignore!r}")
             if "distance" in g:
-                gts.append(GroundTruthObject(box, cls, _number(g, "distance"), pos, track))
+                gts.append(GroundTruthObject(box, cls, _number(g, "distance"), pos, track, ignore))
             elif pos is not None:
-                gts.append(GroundTruthObject.at_position(box, cls, pos, track))
+                gts.append(replace(GroundTruthObject.at_position(box, cls, pos, track), ignore=ignore))
+            elif ignore:
+                gts.append(GroundTruthObject(box, cls, 0.0, None, track, True))
             else:
                 raise InvalidValueError("needs 'distance' or 'position'")
         except (KeyError, TypeError, ValueError) as exc:
@@ -223,6 +229,8 @@ def frame_to_record(frame: Frame) -> dict[str, Any]:
             rec["position"] = list(g.position)
         if g.track_id:
             rec["track_id"] = g.track_id
+        if g.ignore:
+            rec["ignore"] = True
         gts.append(rec)
     out["ground_truth"] = gts
     return out

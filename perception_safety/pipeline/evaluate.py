@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,7 @@ from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.config import ClassMapper
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.types import DistanceConfusion
+from perception_safety.evaluation.ground_truth_screen import ScreenCounts, screen_frames
 from perception_safety.executors import ExecutorConfig, Outcome, run_tasks
 from perception_safety.io.bag_inputs import bag_conditions
 from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings
@@ -71,13 +72,16 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
     """Everything evaluate needs from one episode's frames, from one columnar batch: the confusion matrices, PCD
     samples per target, the per-band parts of the breakdowns, the counts per verdict and the BBSL test cases."""
     analyses = set(cfg.evaluate.analyses)
-    frames, source = ep.frames, ep.source
+    # ignore regions and impossible ground truth leave before any metric (evaluation.ground_truth_screen)
+    frames, screened = screen_frames(ep.frames, cfg.confusion.iou_threshold)
+    ep = replace(ep, frames=frames)
+    source = ep.source
     batch = (
         FrameBatch.from_frames(frames, ClassMapper(cfg.confusion)).with_episode(ep.episode)
         if analyses & {"confusion", "verification"}
         else None
     )
-    out: dict[str, Any] = {}
+    out: dict[str, Any] = {"ground_truth_screen": screened.to_dict()}
     if batch is not None:
         out["confusion"] = confusion_part(batch, cfg, source)
     if "detection_ap" in analyses and cfg.image_boxes:  # IoU of image boxes (3D footprints: run.py warns)
@@ -163,6 +167,8 @@ class Reduced:
     verdicts: Any = None
     """`VerdictSplit` of the bags that carry the monitor's per-frame verdict (None when none does)."""
     verdict_notes: list[str] = field(default_factory=list)
+    screened: ScreenCounts = field(default_factory=ScreenCounts)
+    """Ignore regions and impossible ground truth removed before the metrics (`evaluation.ground_truth_screen`)."""
     breakdowns: dict[str, dict[str, Group]] = field(default_factory=dict)
     detection_ap: Any = None
     detection_ap_centre: Any = None
@@ -207,6 +213,8 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
         if "positions" in p:
             red.positions = (red.positions[0] + p["positions"][0], red.positions[1] + p["positions"][1])
     episodes = list(episode_entries(partials))
+    for _, ep in episodes:
+        red.screened = red.screened + ScreenCounts.from_dict(ep.get("ground_truth_screen", {}))
     confs = [confusion_from_mapping(ep["confusion"], bag) for bag, ep in episodes if "confusion" in ep]
     if confs:
         red.confusion = sum_confusions(confs, source=", ".join(red.bags))

@@ -2,9 +2,11 @@
 
 Frames come from the shared bag reader (`io.bag.read_frames`) with the node's topics and pairing: a detections
 message is judged with the image of the same stamp (within ``slop``); one without an image is counted, not judged,
-as the node would not pair it. The node reads neither ground truth nor odometry, so neither is given to the
-monitors here. Each bag is one episode: the monitors start fresh. Per-frame verdicts and the summary are written
-by `write_outputs`; `monitor_bag` is the per-bag step a shared per-bag pass can call.
+as the node would not pair it. The node reads no ground truth, so none is given to the monitors here; the ego
+speed (a braking corridor's far edge) comes from the odometry of the same stamp when the node's params name an
+odometry topic (online: the latest odometry, at most ``silence.odometry_timeout_s`` old). Each bag is one
+episode: the monitors start fresh. Per-frame verdicts and the summary are written by `write_outputs`;
+`monitor_bag` is the per-bag step a shared per-bag pass can call.
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ class MonitorSettings:
     image_topic: str = "/camera/image_raw"
     camera_info_topic: str = "/camera/camera_info"
     detections_topic: str = "/detections"
+    odometry_topic: str = ""
+    """The ego speed for a braking corridor ('' = none, as the node without ``topics.odometry``)."""
     slop_ns: int = 0
 
 
@@ -50,7 +54,7 @@ class BagVerdicts:
 
 def _topics(s: MonitorSettings) -> BagTopics:
     return BagTopics(image=s.image_topic if s.use_image else "", camera_info=s.camera_info_topic if s.use_image
-                     else "", detections=s.detections_topic, candidates="", ground_truth="", ego="",
+                     else "", detections=s.detections_topic, candidates="", ground_truth="", ego=s.odometry_topic,
                      monitor_results="", anchor="detections")
 
 
@@ -65,7 +69,7 @@ def monitor_bag(bag: str | Path, settings: MonitorSettings, report: BagReadRepor
             if settings.use_image and frame.image is None:
                 out.unpaired += 1
                 continue
-            yield replace(frame, ground_truth=(), ego=None, candidates=None)
+            yield replace(frame, ground_truth=(), candidates=None)
 
     suite = MonitorSuite(settings.monitors)
     for verdict in judge_frames(paired(), suite, settings.fail_safe_stop, settings.stop_on_monitor_alarm):

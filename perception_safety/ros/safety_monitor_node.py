@@ -14,7 +14,7 @@ from collections import OrderedDict
 from typing import Any
 
 from perception_safety.core.camera import Intrinsics
-from perception_safety.core.types import Frame
+from perception_safety.core.types import EgoState, Frame
 from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.monitors.regions.resolve import CameraInUse, RegionError, camera_in_use
 from perception_safety.ros import convert, transport
@@ -269,7 +269,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             """Judge one frame; ``cautious``: a verdict for this stamp already requested a stop (conflict)."""
             image, frame_id = image_item
             frame = Frame(stamp_ns=stamp, detections=reading.detections, image=image, frame_id=frame_id,
-                          camera=self.camera)
+                          camera=self.camera, ego=self._fresh_ego())
             try:
                 self._check_regions(camera_in_use(frame, self.params.config.monitors.camera))
             except RegionError as exc:  # not even the image size is known: the monitors fail safe below
@@ -309,6 +309,12 @@ def make_node(name: str = NODE_NAME) -> Any:
             self.last = {r.name: r for r in results}
             if changed:
                 self._publish_diagnostics()
+
+        def _fresh_ego(self) -> EgoState | None:
+            """The latest odometry's speed for a braking corridor, when not older than silence.odometry_timeout_s."""
+            if self.ego is None or self._now() - self.ego[0] > self.params.config.silence.odometry_timeout_s * 1e9:
+                return None
+            return EgoState(speed=self.ego[1])
 
         def _check_regions(self, camera: CameraInUse | None, unknown: str = "") -> None:
             """Validate the regions when the camera changes: a configuration error is an ERROR status on

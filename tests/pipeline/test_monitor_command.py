@@ -27,7 +27,12 @@ def kitti_bag(tmp_path_factory, kitti_scene):
     path = tmp_path_factory.mktemp("kitti") / "bag"
     k = kitti_scene.intrinsics()
     write_frames(path, frames, camera_info=CameraInfoSpec((k.width, k.height), (k.fx, k.fy, k.cx, k.cy)))
+    write_frames(path.with_name("bag_without_camera_info"), frames)
     return path
+
+
+def _no_info(bag):
+    return bag.with_name("bag_without_camera_info")
 
 
 def _write(tmp_path, name: str, text: str):
@@ -61,7 +66,8 @@ def test_shipped_config_stops_where_the_fraction_region_says(kitti_bag, tmp_path
     assert "warning: detections" not in out  # every label (Pedestrian) is watched by the @pedestrians preset
 
 
-def test_metric_corridor_with_a_calibration_file(kitti_bag, tmp_path, capsys):
+@pytest.mark.parametrize("camera", ["bag", "calibration file"])
+def test_metric_corridor_with_the_bags_camera_info_or_a_calibration_file(kitti_bag, tmp_path, capsys, camera):
     cfg = _write(tmp_path, "m.yaml", """monitors:
   camera: {height_m: 1.65}
   stop_region:
@@ -69,7 +75,8 @@ def test_metric_corridor_with_a_calibration_file(kitti_bag, tmp_path, capsys):
     corridor: {half_width_m: 1.5, near_m: 2.0, far_m: 30.0}
 """)
     calib = _write(tmp_path, "calib.yaml", CALIB)
-    code, _, err = _run([kitti_bag, "--config", cfg, "--camera", calib, "--out", tmp_path / "o"], capsys)
+    args = [kitti_bag] if camera == "bag" else [_no_info(kitti_bag), "--camera", calib]
+    code, _, err = _run([*args, "--config", cfg, "--out", tmp_path / "o"], capsys)
     assert code == 0, err
     lines = [json.loads(x) for x in (tmp_path / "o" / "verdicts.jsonl").read_text().splitlines()]
     # in the corridor: (8.4, -1.0) and (25, 1.2); 1.8 m right, 6 m left, 35 and 40 m ahead are not (frame 2 still
@@ -98,11 +105,12 @@ def test_regions_that_do_not_fit_the_camera_exit_2_naming_region_and_size(kitti_
     import re
 
     cfg = _write(tmp_path, "m.yaml", config)
+    bag = _no_info(kitti_bag) if camera else kitti_bag
     extra = ["--camera", camera] if camera else []
-    code, _, err = _run([kitti_bag, "--config", cfg, *extra, "--out", tmp_path / "o"], capsys)
+    code, _, err = _run([bag, "--config", cfg, *extra, "--out", tmp_path / "o"], capsys)
     assert code == 2
     assert re.search(message, err), err
-    assert str(kitti_bag) in err
+    assert str(bag) in err
     assert not (tmp_path / "o" / "verdicts.jsonl").exists()  # nothing half-written
 
 
@@ -118,3 +126,30 @@ def test_labels_nothing_watches_are_warned_with_counts(kitti_bag, tmp_path, caps
     assert not any(x["stop"] for x in lines)
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
     assert any("Pedestrian (6)" in w for w in summary["warnings"])
+
+
+def test_braking_corridor_uses_the_recorded_odometry_when_the_node_params_name_it(tmp_path, capsys, kitti_scene):
+    """With the node's params file (topics.odometry) the far edge follows the speed of the same stamp:
+    near 2 m + v^2 / (2 * 4) + 2 m = 12 m at 8 m/s, so a pedestrian 10 m ahead stops and one 25 m ahead does not;
+    without the odometry topic the far edge is far_m = 30 m and both stop."""
+    import yaml
+
+    from perception_safety.io.bag import CameraInfoSpec, write_frames
+
+    k = kitti_scene.intrinsics()
+    frames = [kitti_scene.frame(1_000_000_000 + 50_000_000 * i, [(x, 0.0)], speed=8.0)
+              for i, x in enumerate((10.0, 25.0))]
+    bag = tmp_path / "moving"
+    write_frames(bag, frames, camera_info=CameraInfoSpec(k.size, (k.fx, k.fy, k.cx, k.cy)))
+    monitors = {"camera": {"height_m": 1.65}, "plausibility": {"enabled": False},
+                "stop_region": {"rule": "corridor", "corridor": {"half_width_m": 1.5, "near_m": 2.0, "far_m": 30.0,
+                                "braking": {"deceleration_mps2": 4.0, "margin_m": 2.0}}}}
+    stops = {}
+    for odometry in ("/ego/odometry", ""):
+        params = {"safety_monitor": {"ros__parameters": {"topics": {"odometry": odometry}, "monitors": monitors}}}
+        cfg = _write(tmp_path, "params.yaml", yaml.safe_dump(params))
+        out = tmp_path / f"o{len(stops)}"
+        code, _, err = _run([bag, "--config", cfg, "--out", out], capsys)
+        assert code == 0, err
+        stops[odometry] = [json.loads(x)["stop"] for x in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert stops == {"/ego/odometry": [True, False], "": [True, True]}

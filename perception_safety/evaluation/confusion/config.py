@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from perception_safety.core.labels import expand
 from perception_safety.evaluation.confusion.ground_distance import GroundCamera
 from perception_safety.evaluation.confusion.types import EmptyColumn
 
@@ -16,9 +17,10 @@ MAX_CLASSES = 8  # the proposition matrix has 2^n rows and columns
 
 
 def _default_classes() -> dict[str, list[str]]:
-    # nuScenes categories and COCO detector labels, grouped as in the seed paper (Section IV).
+    # nuScenes categories and COCO detector labels, grouped as in the seed paper (Section IV); KITTI's names too
+    # (a cyclist is a vehicle.bicycle in nuScenes, so KITTI's Cyclist is an obstacle here as well)
     return {
-        "ped": ["ped", "human.*", "pedestrian", "person"],
+        "ped": ["ped", "human.*", "pedestrian", "person", "Pedestrian", "Person_sitting"],
         "obs": [
             "obs",
             "vehicle.*",
@@ -33,6 +35,12 @@ def _default_classes() -> dict[str, list[str]]:
             "trailer",
             "barrier",
             "traffic_cone",
+            "Car",
+            "Van",
+            "Truck",
+            "Tram",
+            "Cyclist",
+            "Misc",
         ],
     }
 
@@ -43,7 +51,8 @@ class ConfusionConfig(BaseModel):
     model_config = ConfigDict(allow_inf_nan=False, extra="forbid", frozen=True)
 
     classes: dict[str, list[str]] = Field(default_factory=_default_classes)
-    """Evaluation class -> label patterns (``fnmatch``, case-sensitive); order = matrix order."""
+    """Evaluation class -> label patterns (``fnmatch``, case-sensitive; ``@preset`` entries of
+    `perception_safety.core.labels.PRESETS` expand); order = matrix order."""
     empty_label: str = "empty"
     iou_threshold: float = Field(0.5, ge=0.0, le=1.0)
     matching: Literal["iou", "centre_distance"] = "iou"
@@ -83,7 +92,7 @@ class ConfusionConfig(BaseModel):
                 raise ValueError(f"class name {name!r} must be non-empty, without commas or surrounding spaces")
             if not patterns:
                 raise ValueError(f"class {name!r} needs at least one label pattern")
-        return value
+        return {name: list(expand(patterns)) for name, patterns in value.items()}
 
     @field_validator("bin_edges")
     @classmethod

@@ -26,7 +26,7 @@ from perception_safety.io.typestore import ros2_typestore
 from perception_safety.monitors.base import MonitorResult
 
 _DECODE = {
-    "camera_info": bm.camera_info_size,
+    "camera_info": bm.camera_info_reading,
     "detections": bm.detections_from_msg,
     "candidates": bm.detections_from_msg,
     "ground_truth": bm.ground_truth_from_msg,
@@ -332,7 +332,7 @@ def _read_open(
         image = next(images) if images is not None else None
         if image is not None and "camera_info" in parts:
             try:
-                bm.check_image_size(image, parts["camera_info"])
+                bm.check_image_size(image, parts["camera_info"][0])
             except InvalidValueError as exc:
                 report.skipped.append(SkippedMessage(bag, conns["image"].topic, int(joined["image"][i]), str(exc)))
                 image = None
@@ -347,6 +347,7 @@ def _read_open(
             image=image,
             frame_id=f"{label}:{int(stamp)}",
             candidates=parts.get("candidates"),
+            camera=parts["camera_info"][1] if "camera_info" in parts else None,
         )
 
 

@@ -4,7 +4,8 @@ Boxes are ``[x, y, width, height]`` in pixels and become ``(x_min, y_min, x_max,
 distance: each annotation's distance is read from a key (``distance`` by default, as many driving datasets
 exported to COCO carry) or, if the user says so, assumed equal for every object (then every object falls in
 one distance bin, which the report must know: the report of the conversion says it). ``iscrowd`` regions are
-skipped and counted.
+kept as ignore regions (``GroundTruthObject.ignore``: detections there count neither as true nor as false
+positives, as COCO's evaluator does) and counted.
 """
 
 from __future__ import annotations
@@ -59,12 +60,12 @@ def convert_coco(
     gts: dict[Any, list[GroundTruthObject]] = defaultdict(list)
     for i, ann in enumerate(_list(doc, "annotations", gt_path)):
         where = f"{gt_path}: annotations[{i}] (id {ann.get('id')})"
-        if ann.get("iscrowd"):
-            report.skipped["iscrowd regions"] += 1
-            continue
+        crowd = bool(ann.get("iscrowd"))
         if ann.get("category_id") not in names:
             raise ConversionError(f"{where}: category_id {ann.get('category_id')!r} is not in 'categories'")
         distance = ann.get(distance_key)
+        if distance is None and crowd:
+            distance = 0.0  # an ignore region is not an object: its distance is never used
         if distance is None:
             if assume_distance is None:
                 raise ConversionError(
@@ -82,8 +83,11 @@ def convert_coco(
                     float(distance),
                     None,
                     str(ann["track_id"]) if "track_id" in ann else "",
+                    ignore=crowd,
                 )
             )
+            if crowd:
+                report.ignore_regions["iscrowd regions"] += 1
         except InvalidValueError as exc:
             raise ConversionError(f"{where}: {exc}") from None
     if assume_distance is not None:

@@ -20,6 +20,8 @@ class ConversionReport:
     ground_truth: int = 0
     detections: int = 0
     skipped: Counter[str] = field(default_factory=Counter)
+    ignore_regions: Counter[str] = field(default_factory=Counter)
+    """Ignore regions kept (KITTI DontCare, COCO iscrowd) by kind: not objects, detections there count neither way."""
     classes: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -27,6 +29,8 @@ class ConversionReport:
         """Human-readable summary, one fact per line."""
         out = [f"{self.frames} frames, {self.ground_truth} ground-truth objects, {self.detections} detections"]
         out += [f"skipped {n} {reason}" for reason, n in sorted(self.skipped.items())]
+        out += [f"kept {n} {kind} as ignore regions (detections inside count neither as true nor as false positives)"
+                for kind, n in sorted(self.ignore_regions.items())]
         if self.classes:
             out.append("classes: " + ", ".join(f"{k} -> {v}" for k, v in sorted(self.classes.items())))
         out += self.notes

@@ -3,7 +3,9 @@
 One text file per image, one object per line: ``type truncated occluded alpha x1 y1 x2 y2 h w l X Y Z ry``
 (15 fields) and, in detection files, a 16th field ``score``. ``X Y Z`` is the bottom centre of the 3D box in
 camera coordinates (x right, y down, z forward, metres); it becomes the ego-frame position
-``(Z, -X, -Y)`` (x forward, y left, z up) and the distance is its norm. ``DontCare`` regions are skipped.
+``(Z, -X, -Y)`` (x forward, y left, z up) and the distance is its norm. ``DontCare`` regions of label files are
+kept as ignore regions (``GroundTruthObject.ignore``: detections there count neither as true nor as false
+positives, as KITTI's evaluator does); in detection files they are skipped.
 """
 
 from __future__ import annotations
@@ -49,11 +51,18 @@ def read_label_file(
             continue
         parts = _fields(path, lineno, line, 16 if detections else 15)
         kind = parts[0]
-        if kind in IGNORED:
+        if kind in IGNORED and detections:
             report.skipped[f"'{kind}' regions"] += 1
             continue
         values = _floats(path, lineno, parts[1:16])
         x1, y1, x2, y2 = values[3:7]
+        if kind in IGNORED:
+            try:
+                out.append(GroundTruthObject(Box(x1, y1, x2, y2), kind, 0.0, None, "", ignore=True))
+            except InvalidValueError as exc:
+                raise ConversionError(f"{path}:{lineno}: {exc}") from None
+            report.ignore_regions[f"'{kind}' regions"] += 1
+            continue
         cam_x, cam_y, cam_z = values[10:13]
         try:
             box = Box(x1, y1, x2, y2)

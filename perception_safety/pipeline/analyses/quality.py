@@ -33,6 +33,10 @@ def run(ev: Evaluation, red: Reduced) -> None:
     sec.table(["bag", "frames (n)", "malformed skipped (n)", "unmatched messages", "missing topics"], rows)
     for bag, reason in red.failed.items():
         ev.warn("data_quality", f"{bag}: bag skipped, the other bags were evaluated: {reason}", "bag_failed")
+    from perception_safety.evaluation.ground_truth_screen import screen_warnings
+
+    for text in screen_warnings(red.screened):
+        ev.warn("data_quality", text, "ground_truth_screened")
     for bag, r in red.read_reports.items():
         for topic, index, reason in r["skipped"][:20]:
             sec.text(f"{bag}: {topic} message #{index}: {reason}", "warn")

@@ -115,11 +115,13 @@ def test_confusion_command_writes_and_prints_the_warnings(tmp_path: Path, capsys
     # so all 4 x 4 columns are below 3
     assert len(doc["thin_columns"]) == 10 + 16
     assert sum(c["matrix"] == "prop" for c in doc["thin_columns"]) == 16
-    # 2 thin-column lines, the frames taken as independent (a JSON Lines file without episodes), and the
-    # unmatched detections that count in the pooled precision only.
-    assert len(doc["warnings"]) == 4
+    # 2 thin-column lines, the frames taken as independent (a JSON Lines file without episodes), the
+    # unmatched detections that count in the pooled precision only, and the unmapped labels (issue 23 item 4)
+    assert len(doc["warnings"]) == 6
     assert doc["warnings"][2].startswith("sampling unit: the input carries no episode information")
     assert "2 detection(s) match no annotated object" in doc["warnings"][3]
+    assert "1 ground-truth label(s) map to no evaluation class and are left out: tree (1)" in doc["warnings"][4]
+    assert "1 detection label(s) map to no evaluation class and are left out: traffic light (1)" in doc["warnings"][5]
     captured = capsys.readouterr()
     assert "warning: class-labeled matrix: 10 column(s)" in captured.err
     assert "0.667 [" in captured.out  # pooled ped recall with its interval

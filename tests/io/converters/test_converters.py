@@ -32,13 +32,18 @@ def test_kitti_labels_and_detections(tmp_path):
     report = ConversionReport()
     frames = list(convert_kitti(tmp_path / "labels", tmp_path / "dets", report=report))
     assert [f.frame_id for f in frames] == ["000000", "000001"]
-    ped, car = frames[0].ground_truth
+    ped, car, dontcare = frames[0].ground_truth
     assert (ped.class_id, car.class_id) == ("pedestrian", "car")
+    # DontCare is kept as an ignore region (issue 23 item 5), not an object
+    assert (dontcare.class_id, dontcare.ignore, dontcare.box.as_tuple()) == ("DontCare", True,
+                                                                            (503.89, 169.71, 590.61, 190.13))
+    assert not ped.ignore and not car.ignore
     assert ped.box.as_tuple() == (712.40, 143.00, 810.73, 307.92)
     assert ped.position == (8.41, -1.84, -1.47)  # camera (x right, y down, z fwd) -> ego (x fwd, y left, z up)
     assert ped.distance == pytest.approx(math.sqrt(1.84**2 + 1.47**2 + 8.41**2))
     assert [d.score for d in frames[0].detections] == [0.93, 0.41]
-    assert report.skipped == {"'DontCare' regions": 1, "frames without a detection file (no detections)": 1}
+    assert report.skipped == {"frames without a detection file (no detections)": 1}
+    assert report.ignore_regions == {"'DontCare' regions": 1}
     assert report.classes == {"Pedestrian": "pedestrian", "Car": "car"}
 
 
@@ -72,13 +77,14 @@ def test_coco_ground_truth_results_and_distances(tmp_path):
         list(convert_coco(gt, res))
     report = ConversionReport()
     frames = list(convert_coco(gt, res, {"Person": "pedestrian"}, assume_distance=30.0, report=report))
-    (p,) = frames[0].ground_truth
+    p, crowd = frames[0].ground_truth
     assert (p.class_id, p.box.as_tuple(), p.distance, p.track_id) == ("pedestrian", (10, 20, 40, 60), 12.5, "4")
+    assert (crowd.class_id, crowd.ignore, crowd.box.as_tuple()) == ("car", True, (100, 100, 150, 120))
     (c,) = frames[1].ground_truth
     assert (c.class_id, c.distance) == ("car", 30.0)
     (d,) = frames[1].detections
     assert (d.box.as_tuple(), d.score) == ((6, 6, 16, 16), 0.8)
-    assert report.skipped == {"iscrowd regions": 1}
+    assert report.skipped == {} and report.ignore_regions == {"iscrowd regions": 1}
     assert any("assumed distance 30 m" in n for n in report.notes)
 
 
@@ -88,9 +94,10 @@ def test_convert_command_writes_a_dataset_the_other_commands_read(tmp_path, caps
     out = tmp_path / "k.jsonl"
     assert main(["convert", "kitti", str(tmp_path / "labels"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert "skipped 1 'DontCare' regions" in printed and "Pedestrian -> pedestrian" in printed
+    assert "kept 1 'DontCare' regions as ignore regions" in printed and "Pedestrian -> pedestrian" in printed
     (frame,) = read_jsonl_frames(out)
-    assert sorted(g.class_id for g in frame.ground_truth) == ["car", "pedestrian"]
+    assert sorted((g.class_id, g.ignore) for g in frame.ground_truth) == [("DontCare", True), ("car", False),
+                                                                          ("pedestrian", False)]
     assert main(["convert", "kitti", str(tmp_path / "nope"), "--out", str(out)]) == 2
     assert "not a folder of KITTI label files" in capsys.readouterr().err
     assert main(["convert", "coco", str(tmp_path / "nope.json"), "--out", str(out), "--class-map", "x"]) == 2
