@@ -312,9 +312,10 @@ def make_node(name: str = NODE_NAME) -> Any:
 
         def _fresh_ego(self) -> EgoState | None:
             """The latest odometry's speed for a braking corridor, when not older than silence.odometry_timeout_s."""
-            if self.ego is None or self._now() - self.ego[0] > self.params.config.silence.odometry_timeout_s * 1e9:
+            last = self.motion.last
+            if last is None or self._now() - last[0] > self.params.config.silence.odometry_timeout_s * 1e9:
                 return None
-            return EgoState(speed=self.ego[1])
+            return EgoState(speed=last[1])
 
         def _check_regions(self, camera: CameraInUse | None, unknown: str = "") -> None:
             """Validate the regions when the camera changes: a configuration error is an ERROR status on

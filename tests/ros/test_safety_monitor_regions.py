@@ -18,7 +18,7 @@ CAM, INFO, DETS = "/rtest/cam", "/rtest/camera_info", "/rtest/dets"
 WARNING = {"units": "px", "left": 27.0, "top": 47.0, "width": 73.0, "height": 25.0, "image_size": [W, H]}
 
 
-def _start(ros_client, ros_tools, tmp, name, monitors):
+def _start(ros_client, ros_tools, tmp, name, monitors, topics=None, **params):
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import CameraInfo, Image
     from std_msgs.msg import Bool
@@ -26,9 +26,10 @@ def _start(ros_client, ros_tools, tmp, name, monitors):
 
     doc = yaml.safe_load((ros_tools.root / "config" / "safety_monitor.yaml").read_text())["safety_monitor"]
     p = doc["ros__parameters"]
-    p["topics"] = {"image": CAM, "camera_info": INFO, "detections": DETS}
+    p["topics"] = {"image": CAM, "camera_info": INFO, "detections": DETS, **(topics or {})}
     p["qos"]["reliable_inputs"] = True
     p["diagnostics_period_s"] = 0.2
+    p.update(params)
     for key, value in monitors.items():
         p["monitors"][key] = {**p["monitors"].get(key, {}), **value}
     path = tmp / f"{name}.yaml"
@@ -131,4 +132,41 @@ def test_metric_corridor_without_camera_model_is_an_error_and_with_one_fits(ros_
     st = _regions_status(out, name, ros_tools, b"\x00")
     assert st.message == "regions fit the 1242x375 image"
     assert proc.alive(), proc.output()
+    assert proc.stop(signal.SIGINT) == 0, proc.output()
+
+
+def test_braking_corridor_takes_the_ego_speed_from_odometry(ros_client, ros_tools, tmp_path, kitti_scene):
+    """far = 2 + v^2 / 8 + 2 m: 12 m at 8 m/s (odometry), so 10 m ahead stops and 25 m ahead does not."""
+    from nav_msgs.msg import Odometry
+
+    from perception_safety.core.types import EgoState
+    from perception_safety.ros import convert
+    from perception_safety.ros.convert import stamp_to_ns
+
+    name = "regions_braking"
+    odom = "/rtest/odom"
+    proc, pubs, out = _start(ros_client, ros_tools, tmp_path, name, {
+        "camera": {"height_m": 1.65}, "plausibility": {"enabled": False},
+        "stop_region": {"rule": "corridor", "corridor": {"half_width_m": 1.5, "near_m": 2.0, "far_m": 30.0,
+                                                         "braking": {"deceleration_mps2": 4.0, "margin_m": 2.0}}},
+    }, topics={"odometry": odom}, silence={"odometry_timeout_s": 5.0})  # the machine may be slow: keep it fresh
+    pub_odom = ros_client.publisher(Odometry, odom)
+    assert ros_tools.wait_until(lambda: pub_odom.get_subscription_count() > 0, timeout=30), proc.output()
+    k = kitti_scene.intrinsics()
+    pubs["info"].publish(_info(1, k.width, k.height, (k.fx, k.fy, k.cx, k.cy)))
+    _regions_status(out, name, ros_tools, b"\x00")
+    verdicts = {}
+    for i, x in enumerate((10.0, 25.0)):
+        stamp = 2_000_000_000 + i * 100_000_000
+        pub_odom.publish(convert.odometry_msg(EgoState(speed=8.0), stamp))
+        time.sleep(0.5)
+        frame = kitti_scene.frame(stamp, [(x, 0.0)])
+        pubs["image"].publish(convert.image_msg(frame.image, stamp))
+        pubs["dets"].publish(convert.detection_array_msg(frame.detections, stamp))
+        assert ros_tools.wait_until(lambda s=stamp: any(stamp_to_ns(a.header.stamp) == s for a in out["results"]),
+                                    timeout=10), proc.output()
+        res = {s.name: s for a in out["results"] if stamp_to_ns(a.header.stamp) == stamp for s in a.status}
+        values = {kv.key: kv.value for kv in res["stop_region"].values}
+        verdicts[x] = (values["alarm"], float(values["corridor_far_m"]))
+    assert verdicts == {10.0: ("true", 12.0), 25.0: ("false", 12.0)}
     assert proc.stop(signal.SIGINT) == 0, proc.output()
