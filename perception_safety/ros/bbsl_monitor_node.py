@@ -32,6 +32,9 @@ _Strict = StrictParams
 
 class Topics(_Strict):
     detections: str = "/detections"
+    camera_info: str = ""
+    """sensor_msgs/CameraInfo of the camera the detections come from: its image size must be the bbsl config's
+    ``image_size`` the specs are compiled for, else every spec status is an ERROR naming both ('' = no check)."""
     cases: str = "~/cases"
     diagnostics: str = "/diagnostics"
 
@@ -74,6 +77,7 @@ class SpecSet:
             raise ConfigError("parameter specs: at least one BBSL spec file is required")
         cfg = load_model(resolve_file(params.bbsl_config, "bbsl_config") if params.bbsl_config else None,
                          BBSLConfig, section="bbsl")
+        self.image_size = (round(cfg.image_size[0]), round(cfg.image_size[1]))
         self.default_classes = cfg.detection_class_set()
         self.classes = set(params.classes) if params.classes else self.default_classes
         bindings = cfg.parsed_bindings()
@@ -121,6 +125,14 @@ def make_node(name: str = NODE_NAME) -> Any:
             sub = self.create_subscription(Detection2DArray, p.topics.detections, self._on_detections,
                                            input_qos(p.qos.input_depth, p.qos.reliable_inputs), raw=True)
             self.det_topic = sub.topic_name
+            self.camera_problem: str | None = None
+            self.camera_size: tuple[int, int] | None = None
+            if p.topics.camera_info:
+                from sensor_msgs.msg import CameraInfo
+
+                sub = self.create_subscription(CameraInfo, p.topics.camera_info, self._on_camera_info,
+                                               input_qos(p.qos.input_depth, p.qos.reliable_inputs), raw=True)
+                self.info_topic = sub.topic_name
             qout = output_qos(p.qos.output_depth)
             self.pub_cases = self.create_publisher(DiagnosticArray, p.topics.cases, qout)
             self.pub_diag = self.create_publisher(DiagnosticArray, p.topics.diagnostics, qout)
@@ -140,8 +152,30 @@ def make_node(name: str = NODE_NAME) -> Any:
         def _status(self, spec: str, active: tuple[str, ...], counts: dict[str, int]) -> Any:
             alert = set(active) & set(self.params.config.alert_cases)
             level = Level.WARN if alert else Level.OK
-            return convert.status(f"{self.prefix}{spec}", level, ", ".join(active) or "no case active", counts,
-                                  self.params.config.hardware_id)
+            message = ", ".join(active) or "no case active"
+            if self.camera_problem:  # the specs' image-relative terms are placed for another image: never OK
+                level, message = Level.ERROR, f"configuration error: {self.camera_problem}; cases: {message}"
+            return convert.status(f"{self.prefix}{spec}", level, message, counts, self.params.config.hardware_id)
+
+        def _on_camera_info(self, raw: bytes) -> None:
+            """The camera's image size against the bbsl config's image_size (issue 23: a spec compiled for another
+            image size evaluates image-relative terms in the wrong place)."""
+            try:
+                msg = convert.decode_cdr(raw, "sensor_msgs/msg/CameraInfo", self.info_topic)
+                size = convert.camera_info_size(msg, self.info_topic)
+            except convert.MessageError as exc:
+                self.health.reject(self.info_topic, str(exc))
+                return
+            if size == self.camera_size:
+                return
+            self.camera_size = size
+            want = self.specset.image_size
+            self.camera_problem = None if size == want else (
+                f"the specs are compiled for a {want[0]}x{want[1]} image (bbsl_config image_size), but the camera "
+                f"gives {size[0]}x{size[1]}")
+            if self.camera_problem:
+                self.get_logger().error(self.camera_problem)
+            self._publish_diagnostics()
 
         def _on_detections(self, raw: bytes) -> None:
             try:
@@ -176,6 +210,14 @@ def make_node(name: str = NODE_NAME) -> Any:
             level, message = self.health.level_message(now)
             hw = self.params.config.hardware_id
             out = [convert.status(f"{self.prefix}input", level, message, self.health.values(), hw)]
+            if self.params.config.topics.camera_info:
+                want = "x".join(map(str, self.specset.image_size))
+                cam = (Level.OK, f"specs compiled for the camera's {want} image")
+                if self.camera_size is None:
+                    cam = (Level.STALE, f"no CameraInfo yet: the specs' image size {want} not checked")
+                elif self.camera_problem:
+                    cam = (Level.ERROR, f"configuration error: {self.camera_problem}")
+                out.append(convert.status(f"{self.prefix}camera", *cam, {"spec_image_size": want}, hw))
             stale = self.health.is_stale(now)
             for spec, _ in self.specset.specs:
                 prev = next((s for s in getattr(self, "last_statuses", []) if s.name == f"{self.prefix}{spec}"), None)
