@@ -34,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "(availability: the smallest AC)")
     p.add_argument("--speed", type=int, help="largest speed V of the chain (default: the config's largest)")
     p.add_argument("--initial-speed", type=int, help="initial speed v0 of the chain (default: V)")
+    p.add_argument("--episodes", action="store_true",
+                   help="also E2 per point: re-run the config's 'episodes' sweep on the builtin simulator with each "
+                   "point's monitors (cached per point in DIR/e2/, resumable)")
     p.add_argument("--alpha", type=float, default=0.05, help="1 - simultaneous level of all intervals (0.05)")
     p.add_argument("--out", type=Path, required=True, help="output folder")
     p.set_defaults(func=run)
@@ -56,8 +59,13 @@ def run(args: argparse.Namespace) -> int:
         base = load_model(args.monitors, MonitorsConfig, section="monitors")
     else:
         base = base_monitors(load_yaml(config), config.parent)
+    episodes = None
+    if args.episodes:
+        from perception_safety.sim.config import EpisodesConfig
+
+        episodes = load_model(config, EpisodesConfig, section="episodes")
     req = TuningRequest(args.inputs, args.param, args.values, args.require, args.maximise, args.speed,
-                        args.initial_speed, args.alpha)
+                        args.initial_speed, args.alpha, episodes)
     doc = run_tuning(req, cfg, base, args.out, progress=lambda bag: print(f"judged {bag}", flush=True))
     sel = doc["selection"]
     for row in doc["rows"]:
@@ -67,7 +75,10 @@ def run(args: argparse.Namespace) -> int:
                    or sy.get("error", ""))
         print(f"{row['label']:>32}  alarms {e1['alarm_rate']:.3f}  "
               + " ".join(f"{k}={e1[k]['value']:.3f}[{e1[k]['lower']:.3f},{e1[k]['upper']:.3f}]"
-                         for k in ("SG", "RH", "AC")) + f"  {sys_txt}")
+                         for k in ("SG", "RH", "AC")) + f"  {sys_txt}"
+              + ("  E2 " + " ".join(f"{k}={row['e2'][k]['value']:.3f}[{row['e2'][k]['lower']:.3f},"
+                                    f"{row['e2'][k]['upper']:.3f}]" for k in ("SG", "RH", "AC"))
+                 if "e2" in row else ""))
     print(f"{doc['frames']} frames, {doc['episodes']} episodes; intervals simultaneous at {100 * doc['level']:g} % "
           f"({doc['simultaneous']})")
     print("Pareto front (SG up, AC down): " + ", ".join(doc["rows"][i]["label"] for i in doc["pareto_front"]))

@@ -33,6 +33,8 @@ class TuningRequest:
     speed: int | None = None
     initial_speed: int | None = None
     alpha: float = 0.05
+    episodes: Any = None
+    """An `EpisodesConfig`: also E2 per point by re-running the builtin simulator's sweep (``--episodes``)."""
 
 
 def base_monitors(data: Mapping[str, Any], base_dir: Path) -> MonitorsConfig:
@@ -89,6 +91,14 @@ def run_tuning(req: TuningRequest, cfg: EvaluateConfig, base: MonitorsConfig, ou
         system = system_figures(episodes, p.index, cfg.confusion, cfg.verification, per_interval, req.speed,
                                 req.initial_speed)
         rows.append({"index": p.index, "label": p.label, "params": dict(p.values), "e1": e1, "system": system})
+    if req.episodes is not None:
+        from perception_safety.pipeline.tuning.e2 import e2_figures
+
+        for row, e2 in zip(rows, e2_figures(req.episodes, points, out, per_interval, progress), strict=True):
+            row["e2"] = e2
+    else:
+        notes.append("E2 (re-running the monitored rollouts per point) not computed: pass --episodes for the builtin "
+                     "simulator")
     front = pareto_front(rows)
     selection = choose(rows, requirements, req.objective)
     warnings += sweep_warnings(episodes, rows, selection)
@@ -103,7 +113,6 @@ def run_tuning(req: TuningRequest, cfg: EvaluateConfig, base: MonitorsConfig, ou
         "monitor m_f of the point; averaged over frames, episodes as clusters (Korn-Graubard)",
         "SG_sys/RH_sys/AC_sys: the car-pedestrian chains f, f+m and f* from the confusion counts split by the "
         "point's verdicts, with the assumptions listed in docs/verification.md (monitor in the loop)",
-        "E2 (re-running the monitored rollouts per point) is not computed by this command",
     ]
     doc = {
         "format": FORMAT,
