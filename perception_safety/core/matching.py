@@ -66,26 +66,37 @@ def match_boxes(
     empty = np.zeros(0, dtype=np.int64)
     if n_det == 0 or n_gt == 0:
         return Matching(empty, empty, np.zeros(0), n_det, n_gt)
-    admissible = ious >= iou_threshold
     # IoU 0 never makes a match, even at threshold 0.
-    admissible &= ious > 0.0
+    return _assign(ious, (ious >= iou_threshold) & (ious > 0.0), det_classes, gt_classes, class_aware)
+
+
+def _assign(
+    weights: np.ndarray,
+    admissible: np.ndarray,
+    det_classes: Sequence[str] | None,
+    gt_classes: Sequence[str] | None,
+    class_aware: bool,
+) -> Matching:
+    """The one-to-one matching of maximum summed weight over the admissible pairs (Hungarian assignment);
+    ``Matching.ious`` holds the matched pairs' weights."""
+    n_det, n_gt = weights.shape
     if class_aware:
         if det_classes is None or gt_classes is None:
             raise ValueError("class-aware matching needs det_classes and gt_classes")
-        dc = np.asarray(det_classes, dtype=object)
-        gc = np.asarray(gt_classes, dtype=object)
-        admissible &= dc[:, None] == gc[None, :]
+        admissible = admissible & (
+            np.asarray(det_classes, dtype=object)[:, None] == np.asarray(gt_classes, dtype=object)[None, :]
+        )
+    empty = np.zeros(0, dtype=np.int64)
     if not admissible.any():
         return Matching(empty, empty, np.zeros(0), n_det, n_gt)
     from scipy.optimize import linear_sum_assignment  # scipy.optimize costs ~0.5 s to import: load on first use
 
-    weights = np.where(admissible, ious, 0.0)
-    rows, cols = linear_sum_assignment(weights, maximize=True)
+    rows, cols = linear_sum_assignment(np.where(admissible, weights, 0.0), maximize=True)
     keep = admissible[rows, cols]
     rows, cols = rows[keep].astype(np.int64), cols[keep].astype(np.int64)
     order = np.argsort(cols, kind="stable")
     rows, cols = rows[order], cols[order]
-    return Matching(rows, cols, ious[rows, cols], n_det, n_gt)
+    return Matching(rows, cols, weights[rows, cols], n_det, n_gt)
 
 
 def box_centres(boxes: np.ndarray) -> np.ndarray:
@@ -123,22 +134,7 @@ def match_centres(
         return Matching(empty, empty, np.zeros(0), n_det, n_gt)
     dist = np.hypot(dc_xy[:, None, 0] - gc_xy[None, :, 0], dc_xy[:, None, 1] - gc_xy[None, :, 1])
     weights = centre_weights(dist, max_distance)
-    admissible = weights > 0.0
-    if class_aware:
-        if det_classes is None or gt_classes is None:
-            raise ValueError("class-aware matching needs det_classes and gt_classes")
-        admissible &= np.asarray(det_classes, dtype=object)[:, None] == np.asarray(gt_classes, dtype=object)[None, :]
-    if not admissible.any():
-        return Matching(empty, empty, np.zeros(0), n_det, n_gt)
-    from scipy.optimize import linear_sum_assignment
-
-    weights = np.where(admissible, weights, 0.0)
-    rows, cols = linear_sum_assignment(weights, maximize=True)
-    keep = admissible[rows, cols]
-    rows, cols = rows[keep].astype(np.int64), cols[keep].astype(np.int64)
-    order = np.argsort(cols, kind="stable")
-    rows, cols = rows[order], cols[order]
-    return Matching(rows, cols, weights[rows, cols], n_det, n_gt)
+    return _assign(weights, weights > 0.0, det_classes, gt_classes, class_aware)
 
 
 def match_frame(frame: Frame, iou_threshold: float = 0.5, class_aware: bool = False) -> Matching:
