@@ -81,7 +81,10 @@ def test_the_viewers_show_existing_topics_and_the_recording_replays(demo_episode
     for topic in ("/safety_monitor/stop_request", "/safety_monitor/monitor_results", "/diagnostics",
                   "/bbsl_monitor/cases", "/safety_monitor/overlay", "/safety_monitor/overlay/markers"):
         assert counts.get(topic, 0) > 0, (topic, counts)
-    assert truth_drawn, (tmp_path / "online.out").read_text()[-3000:]  # the replayed /ground_truth is drawn
+    # Whether a live drawing carries its ground truth depends on the arrival order of two unordered topics (a drawing
+    # waits at most 0.3 s and yields to the next one due): not asserted here, where the timing is the machine's; the
+    # markers of a frame with ground truth are tested deterministically below (and the drawing in report/test_overlay).
+    print(f"ground truth drawn in the live markers: {truth_drawn}")
     shown = replayed | set(counts)
     assert layout_topics(ros_tools.root) <= shown, layout_topics(ros_tools.root) - shown
     assert all(t in shown or t + "/compressed" in shown for t in rviz_topics(ros_tools.root))
@@ -101,3 +104,27 @@ def test_record_refuses_an_existing_folder_and_a_bag(tmp_path, capsys):
     assert "exists; give a new folder" in capsys.readouterr().err
     assert main(["online", "--record", str(tmp_path / "in" / "rec")]) == 2
     assert "inside the rosbag2 bag" in capsys.readouterr().err
+
+
+def test_markers_of_a_frame_with_ground_truth_mark_the_missed_object():
+    from rclpy.clock import Clock  # noqa: F401 - rclpy present: the message classes below are the real ones
+    from std_msgs.msg import Header
+
+    from perception_safety.core import Box, Detection, Frame, GroundTruthObject
+    from perception_safety.monitors.config import MonitorsConfig
+    from perception_safety.report import overlay as ov
+    from perception_safety.ros.annotations import image_markers
+
+    seen = Box(100, 400, 140, 500)
+    missed = Box(700, 420, 740, 520)
+    frame = Frame(1, (Detection(seen, "pedestrian", 0.9), Detection(Box(10, 10, 30, 60), "pedestrian", 0.8)),
+                  (GroundTruthObject(seen, "pedestrian", 9.0), GroundTruthObject(missed, "pedestrian", 11.0)))
+    markers = image_markers(frame, [], True, MonitorsConfig(), Header(), (1280, 720), 200_000_000)
+    truth = [m for m in markers if m.ns == "ground_truth"]
+    dets = [m for m in markers if m.ns == "detections"]
+    assert len(truth) == 2 and len(dets) == 2
+    def rgb(m):
+        return tuple(round(255 * v) for v in (m.outline_color.r, m.outline_color.g, m.outline_color.b))
+    assert rgb(truth[1]) == tuple(ov.MISSED) and rgb(truth[0]) == tuple(ov.TRUTH)  # the second object is missed
+    assert rgb(dets[1]) == tuple(ov.FALSE_DET) and rgb(dets[0]) == tuple(ov.MATCHED)  # the far-left box is false
+    assert {m.ns for m in markers} >= {"regions", "ground_truth", "detections", "verdict"}
