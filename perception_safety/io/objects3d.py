@@ -12,6 +12,7 @@ The 2D box of such an object is its bird's-eye-view footprint in metres, axis-al
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -74,30 +75,25 @@ def _centre(pose: Any) -> tuple[float, float, float]:
     return (float(p.x), float(p.y), float(p.z))
 
 
-def detections_from_3d_msg(msg: Any) -> tuple[Detection, ...]:
-    """A Detection3DArray as detections (highest-scoring hypothesis, centre, footprint)."""
+def _read_3d(msg: Any, role: str) -> Iterator[tuple[Any, str, float, tuple[float, float, float], Box]]:
+    """``(entry, class, score, centre, footprint)`` of each entry of a Detection3DArray (errors name ``role[i]``)."""
     _ego_frame(msg)
-    out = []
     for i, det in enumerate(msg.detections):
-        what = f"detections[{i}]"
+        what = f"{role}[{i}]"
         class_id, score = _hypothesis_3d(det, what)
         pos = _centre(det.bbox.center)
-        box = footprint(pos, float(det.bbox.size.x), float(det.bbox.size.y), what)
-        out.append(Detection(box, class_id, score, pos))
-    return tuple(out)
+        yield det, class_id, score, pos, footprint(pos, float(det.bbox.size.x), float(det.bbox.size.y), what)
+
+
+def detections_from_3d_msg(msg: Any) -> tuple[Detection, ...]:
+    """A Detection3DArray as detections (highest-scoring hypothesis, centre, footprint)."""
+    return tuple(Detection(box, cls, score, pos) for _, cls, score, pos, box in _read_3d(msg, "detections"))
 
 
 def ground_truth_from_3d_msg(msg: Any) -> tuple[GroundTruthObject, ...]:
     """A ground-truth Detection3DArray as objects (distance = ``hypot(x, y)`` of the centre, track id = ``id``)."""
-    _ego_frame(msg)
-    out = []
-    for i, det in enumerate(msg.detections):
-        what = f"ground_truth[{i}]"
-        class_id, _ = _hypothesis_3d(det, what)
-        pos = _centre(det.bbox.center)
-        box = footprint(pos, float(det.bbox.size.x), float(det.bbox.size.y), what)
-        out.append(GroundTruthObject(box, class_id, math.hypot(pos[0], pos[1]), pos, str(det.id)))
-    return tuple(out)
+    return tuple(GroundTruthObject(box, cls, math.hypot(pos[0], pos[1]), pos, str(det.id))
+                 for det, cls, _, pos, box in _read_3d(msg, "ground_truth"))
 
 
 def detections_from_autoware(msg: Any) -> tuple[Detection, ...]:

@@ -54,7 +54,8 @@ def run_tuning_step(ev: Evaluation, cfg: EvaluateConfig, config_text: str, out: 
     from perception_safety.pipeline.tuning.select import figure
 
     t = cfg.tuning
-    assert t is not None  # the caller adds this step only with a tuning section
+    if t is None:  # the caller adds this step only with a tuning section
+        return
     req = TuningRequest(inputs, t.params, t.values, t.require, t.maximise, t.speed, t.initial_speed, t.alpha)
     data = yaml.safe_load(config_text) or {}
     doc = run_tuning(req, cfg, base_monitors(data if isinstance(data, dict) else {}, Path(cfg.base_dir)),
@@ -102,7 +103,8 @@ def run_model_check_step(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, conf
     from perception_safety.safe_io import write_text
 
     mc = cfg.model_check
-    assert mc is not None  # the caller adds this step only with a model_check section
+    if mc is None:  # the caller adds this step only with a model_check section
+        return
     model = Path(mc.model) if Path(mc.model).is_absolute() else Path(cfg.base_dir) / mc.model
     results, old = load_run(model, cfg)
     if red.confusion is None:
