@@ -2,8 +2,8 @@
 
 ``Pr(s, s') = Σ_{y ∈ O(s, s')} μ_k(y, x_e)`` (Definitions 3-4, eqs. 6 and 9) where ``k`` is the
 distance bin of ``s``. The chain is assembled as CSR arrays with numpy (one vectorised controller
-call per observation outcome, never a Python loop per state) and handed to Storm's sparse matrix
-builder directly, never through PRISM text.
+call per observation outcome, never a Python loop per state) and handed to Storm as binary arrays
+(`storm_umb.py`), never through PRISM text.
 """
 
 from __future__ import annotations
@@ -325,13 +325,8 @@ def storm_labeling(n: int, initial: np.ndarray, labels: Mapping[str, np.ndarray]
 
 
 def to_storm(chain: MarkovChain) -> Any:
-    """Hand the CSR arrays to ``stormpy``'s SparseMatrixBuilder; add the labels and ``init``."""
-    import stormpy
+    """The chain as a ``stormpy`` DTMC: its CSR arrays and labels through Storm's binary UMB archive
+    (`storm_umb.py`; stormpy's matrix builder takes Python lists only), plus ``init``."""
+    from perception_safety.verification.storm_umb import storm_dtmc
 
-    n = chain.n_states
-    builder = stormpy.datastructures.SparseMatrixBuilder[float](n, n, chain.n_transitions, True, False, 0)
-    builder.add_next_values(chain.rows().tolist(), chain.indices.tolist(), chain.data.tolist())
-    matrix = builder.build()
-    labeling = storm_labeling(n, chain.initial_states, chain.labels)
-    components = stormpy.models.SparseModelComponents[float](transition_matrix=matrix, state_labeling=labeling)
-    return stormpy.models.SparseDtmc[float](components)
+    return storm_dtmc(chain.indptr, chain.indices, chain.data, chain.initial_states, chain.labels)
