@@ -96,9 +96,9 @@ def _cell(
         keep = (tp | fp).any(axis=0)  # ignored detections change nothing
         score, tp, fp, episode = score[keep], tp[:, keep], fp[:, keep], episode[keep]
         boot_gt = weights[:, : len(gt_per_episode)] @ gt_per_episode
-        step = max(1, 4_000_000 // max(1, tp.size))  # resamples per chunk: bounded memory
+        step = max(1, 4_000_000 // max(1, tp.shape[1]))  # resamples per chunk: bounded memory
         sums = np.concatenate([
-            _summaries(precision_at_recall_points(score, tp, fp, boot_gt[i : i + step], weights[i : i + step, episode]))
+            _summaries(precision_at_recall_points(score, tp, fp, boot_gt[i : i + step], weights[i : i + step], episode))
             for i in range(0, len(weights), step)
         ])  # (B, 3); NaN where a resample drew no ground truth
         ok = ~np.isnan(sums[:, 0])
