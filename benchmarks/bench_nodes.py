@@ -7,13 +7,16 @@ stamp pairing, contrast + plausibility + stop rule, publishing). For each: achie
 median/p95 (bare: image stamp -> callback; monitor: image stamp -> its monitor_results message received by
 this process) and CPU per frame from /proc (utime+stime of the subject process over the window; also the
 median over 1 s sub-windows, which a neighbour's burst on the shared machine disturbs less).
-``--compare-opencv-threads N`` runs the node a second time with ``opencv_threads: N`` (-1: OpenCV's default pool).
+``--compare-opencv-threads N`` runs the node a second time with ``opencv_threads: N`` (-1: OpenCV's default pool);
+``--compare-executor`` runs it a second time with ``executor: single_threaded`` (the default is ``events``), and
+``--bare-events`` measures a second bare subscriber spun by rclpy's EventsExecutor (the node's executor), so the
+node's ratio is printed against both bare subscribers. The load average (1/5/15 min) is printed at start and end.
 ``--compressed`` streams sensor_msgs/CompressedImage (JPEG, ``--jpeg-quality``) on /bench/image/compressed: the bare
 subscriber then deserializes and decodes each JPEG (OpenCV), the node runs with ``image_transport: compressed``.
 Fast DDS runs with config/fastdds_loopback_shm.xml (64 MB shared memory, UDP on loopback only).
 
     .venv/bin/python benchmarks/bench_nodes.py [--seconds 8] [--width 1920 --height 1080 --rate 30]
-        [--compare-opencv-threads -1] [--compressed --jpeg-quality 90]
+        [--compare-opencv-threads -1] [--compare-executor] [--bare-events] [--compressed --jpeg-quality 90]
 """
 
 from __future__ import annotations
@@ -117,9 +120,10 @@ def run_publisher(width: int, height: int, rate: float, compressed: bool = False
         rclpy.try_shutdown()
 
 
-def run_bare(out_path: str, depth: int = 5, compressed: bool = False) -> None:
+def run_bare(out_path: str, depth: int = 5, compressed: bool = False, events: bool = False) -> None:
     """Raw subscriptions only; records (receive ns, image stamp ns) per image. With ``compressed`` each JPEG is
-    deserialized and decoded (what any consumer of a compressed stream must do at least).
+    deserialized and decoded (what any consumer of a compressed stream must do at least). Spun by ``rclpy.spin``
+    (the SingleThreadedExecutor), or with ``events`` by rclpy's EventsExecutor.
 
     With the node's malloc setting (`keep_frame_buffers`): without it the bare subscriber alternates between
     ~5 ms and ~18 ms CPU per frame (4 500 page faults per frame) from one start to the next.
@@ -154,7 +158,15 @@ def run_bare(out_path: str, depth: int = 5, compressed: bool = False) -> None:
         node.create_subscription(Image, "/bench/image", on_image, input_qos(depth), raw=True)
     node.create_subscription(Detection2DArray, "/bench/detections", lambda raw: None, input_qos(depth), raw=True)
     try:
-        rclpy.spin(node)
+        if events:
+            from rclpy.experimental import EventsExecutor
+
+            executor = EventsExecutor()
+            executor.add_node(node)
+            while rclpy.ok():  # in slices, as the node's runner spins (its spin() busy-loops: 100 % of a core)
+                executor.spin_once(timeout_sec=0.1)
+        else:
+            rclpy.spin(node)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     finally:
@@ -266,7 +278,8 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.kill()
 
 
-def _measure_node(a: argparse.Namespace, env: dict[str, str], opencv_threads: int | None) -> dict[str, float]:
+def _measure_node(a: argparse.Namespace, env: dict[str, str], opencv_threads: int | None,
+                  executor: str | None = None) -> dict[str, float]:
     """Start the installed safety_monitor on the bench topics; stats of its monitor_results over the window."""
     import rclpy
     from diagnostic_msgs.msg import DiagnosticArray
@@ -278,6 +291,8 @@ def _measure_node(a: argparse.Namespace, env: dict[str, str], opencv_threads: in
     extra = "" if opencv_threads is None else f"    opencv_threads: {opencv_threads}\n"
     if a.compressed:
         extra += "    image_transport: compressed\n"
+    if executor is not None:
+        extra += f"    executor: {executor}\n"
     params.write_text("safety_monitor:\n  ros__parameters:\n    topics: {image: /bench/image, "
                       f"detections: /bench/detections}}\n    qos: {{input_depth: {a.input_depth}}}\n{extra}")
     monitor = subprocess.Popen([str(BIN / "safety_monitor"), "--ros-args", "-r", "__node:=safety_monitor",
@@ -320,6 +335,9 @@ def main() -> int:
     ap.add_argument("--input-depth", type=int, default=5, help="safety_monitor qos.input_depth (and the bare one's)")
     ap.add_argument("--compare-opencv-threads", type=int, default=None, metavar="N",
                     help="also run the node with opencv_threads N (after the default one), in the same run")
+    ap.add_argument("--compare-executor", action="store_true",
+                    help="also run the node with executor single_threaded (after the default one), in the same run")
+    ap.add_argument("--bare-events", action="store_true", help="also measure a bare subscriber on the EventsExecutor")
     ap.add_argument("--compressed", action="store_true", help="stream CompressedImage (JPEG) instead of raw rgb8")
     ap.add_argument("--jpeg-quality", type=int, default=90)
     ap.add_argument("--out", default="")
@@ -328,8 +346,9 @@ def main() -> int:
         run_publisher(a.width, a.height, a.rate, a.compressed, a.jpeg_quality)
         return 0
     if a.role == "bare":
-        run_bare(a.out, a.input_depth, a.compressed)
+        run_bare(a.out, a.input_depth, a.compressed, a.bare_events)
         return 0
+    load_start = os.getloadavg()
 
     env = _env()
     os.environ.update({k: v for k, v in env.items() if k not in os.environ or os.environ[k] != v})
@@ -342,15 +361,17 @@ def main() -> int:
     results: dict[str, dict[str, float]] = {}
     try:
         time.sleep(a.warmup)  # the camera runs steadily before either subject starts
-        # 1) bare subscriber
-        with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
-            out = f.name
-        bare = subprocess.Popen([*me, "--role", "bare", "--out", out, "--input-depth", str(a.input_depth),
-                                 *(["--compressed"] if a.compressed else [])], env=env)
-        t0, t1, cpu, ticks = _measure(bare, Path(out + ".ready"), a.warmup, a.seconds)
-        _stop(bare)
-        results["bare subscriber"] = _stats([tuple(x) for x in json.loads(Path(out).read_text())], t0, t1, a.rate, cpu,
-                                          ticks)
+        # 1) bare subscriber(s)
+        for name, flags in (("bare subscriber", []), ("bare, events executor", ["--bare-events"])):
+            if flags and not a.bare_events:
+                continue
+            with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as f:
+                out = f.name
+            bare = subprocess.Popen([*me, "--role", "bare", "--out", out, "--input-depth", str(a.input_depth),
+                                     *(["--compressed"] if a.compressed else []), *flags], env=env)
+            t0, t1, cpu, ticks = _measure(bare, Path(out + ".ready"), a.warmup, a.seconds)
+            _stop(bare)
+            results[name] = _stats([tuple(x) for x in json.loads(Path(out).read_text())], t0, t1, a.rate, cpu, ticks)
 
         # 2) safety_monitor node, results received here (then optionally with another opencv_threads)
         import rclpy
@@ -361,6 +382,8 @@ def main() -> int:
             if a.compare_opencv_threads is not None:
                 n = a.compare_opencv_threads
                 results[f"node, opencv_threads {n}"] = _measure_node(a, env, n)
+            if a.compare_executor:
+                results["node, single_threaded"] = _measure_node(a, env, None, "single_threaded")
         finally:
             rclpy.try_shutdown()
     finally:
@@ -377,22 +400,27 @@ def main() -> int:
             decode(payload)
             t.append(time.process_time() - t0)
         costs[f"jpeg decode ({len(payload) // 1024} KB)"] = 1000.0 * sorted(t)[len(t) // 2]
-    base = results["bare subscriber"]
+    bases = [name for name in results if name.startswith("bare")]
     kind = f"JPEG q{a.jpeg_quality} CompressedImage" if a.compressed else "rgb8"
     print(f"{a.width}x{a.height} {kind} at {a.rate:g} Hz + Detection2DArray(5), {a.seconds:g} s window "
           f"(from {a.warmup:g} s after the first message), Fast DDS profile config/fastdds_loopback_shm.xml")
     keys = ["rate_hz", "drop_pct", "latency_median_ms", "latency_p95_ms", "cpu_ms_per_frame", "cpu_ms_frame_med1s",
             "cpu_pct_core"]
-    print(f"{'subject':<22}" + "".join(f"{k:>20}" for k in keys))
+    print(f"{'subject':<26}" + "".join(f"{k:>20}" for k in keys))
     for name, r in results.items():
-        print(f"{name:<22}" + "".join(f"{r[k]:>20.2f}" for k in keys))
-    for name, mon in list(results.items())[1:]:
-        # drop rate: a ratio against ~0 % is meaningless; show the difference in percentage points instead
-        cells = [f"{mon[k] - base[k]:>+19.2f}p" if k == "drop_pct" else
-                 f"{(mon[k] / base[k] if base[k] else float('nan')):>20.2f}" for k in keys]
-        label = "ratio node/bare" if name == "safety_monitor node" else f"ratio {name.split(', ')[1]}"
-        print(f"{label:<22}" + "".join(cells))
+        print(f"{name:<26}" + "".join(f"{r[k]:>20.2f}" for k in keys))
+    for name, mon in results.items():
+        for bname in ([] if name in bases else bases):
+            base = results[bname]
+            # drop rate: a ratio against ~0 % is meaningless; show the difference in percentage points instead
+            cells = [f"{mon[k] - base[k]:>+19.2f}p" if k == "drop_pct" else
+                     f"{(mon[k] / base[k] if base[k] else float('nan')):>20.2f}" for k in keys]
+            label = ("node" if name == "safety_monitor node" else name.split(", ")[1]) + (
+                "/bare" if bname == "bare subscriber" else "/bare ev")
+            print(f"{label:<26}" + "".join(cells))
     print("in-process CPU per frame, no DDS (median ms): " + ", ".join(f"{k} {v:.2f}" for k, v in costs.items()))
+    print("load average 1/5/15 min: start " + " / ".join(f"{x:.2f}" for x in load_start) + ", end "
+          + " / ".join(f"{x:.2f}" for x in os.getloadavg()))
     return 0
 
 

@@ -111,9 +111,29 @@ def run_nodes(factories: Sequence[Callable[[], Any]], args: Sequence[str] | None
     return code
 
 
-def run_node(factory: Callable[[], Any], args: Sequence[str] | None = None) -> int:
+def run_node(factory: Callable[[], Any], args: Sequence[str] | None = None,
+             executor_factory: Callable[[], Any] | None = None) -> int:
     """`run_nodes` for one node (the console scripts ``safety_monitor``, ``bbsl_monitor``, ...)."""
-    return run_nodes([factory], args)
+    return run_nodes([factory], args, executor_factory)
+
+
+def make_executor(kind: str) -> tuple[Any, str]:
+    """An rclpy executor of ``kind`` (``events`` or ``single_threaded``) and the kind actually made.
+
+    ``events`` is rclpy's EventsExecutor (Kilted and later, `rclpy.experimental`): ready callbacks come from a C++
+    event queue, where the SingleThreadedExecutor rebuilds its wait set from every subscription, timer, service
+    and QoS-event waitable in Python at each wake-up (docs/performance.md, "ROS nodes"). Where rclpy has no
+    EventsExecutor the SingleThreadedExecutor is made instead, and the kind returned says so.
+    """
+    from rclpy.executors import SingleThreadedExecutor
+
+    if kind == "events":
+        try:
+            from rclpy.experimental import EventsExecutor
+        except ImportError:
+            return SingleThreadedExecutor(), "single_threaded (rclpy has no EventsExecutor)"
+        return EventsExecutor(), "events"
+    return SingleThreadedExecutor(), "single_threaded"
 
 
 def publish_period_diagnostics(node: Any) -> None:

@@ -25,7 +25,7 @@ from perception_safety.ros.liveness import EgoMotion, Liveness
 from perception_safety.ros.memory import keep_frame_buffers
 from perception_safety.ros.monitor_suite import Guarded, MonitorSuite, RegionCheck, stop_requested
 from perception_safety.ros.overlay import OverlayPublisher
-from perception_safety.ros.runner import publish_period_diagnostics, run_node
+from perception_safety.ros.runner import make_executor, publish_period_diagnostics, run_node
 from perception_safety.ros.safety_monitor_params import READ_ONLY, SafetyMonitorParams, disabled_safety_functions
 from perception_safety.ros.sync import StampPairer
 
@@ -418,8 +418,21 @@ def make_node(name: str = NODE_NAME) -> Any:
 
 
 def main(args: list[str] | None = None) -> int:
-    """Console script ``safety_monitor``."""
-    return run_node(make_node, args)
+    """Console script ``safety_monitor``: the node spun by the executor its ``executor`` parameter names."""
+    made: list[Any] = []
+
+    def factory() -> Any:
+        made.append(make_node())
+        return made[-1]
+
+    def executor() -> Any:
+        ex, used = make_executor(made[0].params.config.executor if made else "single_threaded")
+        if made:  # on /diagnostics with the transport (liveness status values)
+            made[0].transport["executor"] = used
+            made[0].get_logger().info(f"executor: {used}")
+        return ex
+
+    return run_node(factory, args, executor)
 
 
 if __name__ == "__main__":

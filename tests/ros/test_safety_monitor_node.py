@@ -194,6 +194,7 @@ def test_parameters_change_at_run_time_with_validation(monitor, ros_client, ros_
     assert not bad.successful and "stale_timeout_s" in bad.reason and "greater than 0" in bad.reason
     ro = set_param("topics.image", "/other")
     assert not ro.successful
+    assert not set_param("executor", "single_threaded").successful  # chosen at start only
     # issue 19 item 3: each of these was accepted and silently disabled the alarm / stopped processing / ate a core
     for key, value, expected in (("monitors.contrast.threshold", math.nan, "finite number"),
                                  ("monitors.contrast.threshold", -5.0, "greater than or equal to 0"),
@@ -227,6 +228,9 @@ def test_no_input_turns_status_stale(monitor, ros_tools):
     assert ros_tools.wait_until(stale, timeout=10)
     last = list(out["diag"])[-1]
     assert {s.name: s.level for s in last.status}["safety_monitor: contrast"] == b"\x03"
+    # the shipped params spin the node with rclpy's EventsExecutor (this rclpy has one), named on /diagnostics
+    liveness = next(s for s in last.status if s.name == "safety_monitor: liveness")
+    assert _values(liveness)["executor"] == "events"
 
 
 def test_detections_only_mode_and_sigterm_exit_code(ros_client, ros_tools, tmp_path):
@@ -236,8 +240,9 @@ def test_detections_only_mode_and_sigterm_exit_code(ros_client, ros_tools, tmp_p
     from perception_safety.core.types import Box, Detection
     from perception_safety.ros import convert
 
-    # no image and no CameraInfo: the image size the regions are placed on comes from monitors.camera
-    params = _params(tmp_path, ros_tools, "det_only_monitor", use_image=False)
+    # no image and no CameraInfo: the image size the regions are placed on comes from monitors.camera; spun by
+    # the SingleThreadedExecutor (the other choice of `executor`)
+    params = _params(tmp_path, ros_tools, "det_only_monitor", use_image=False, executor="single_threaded")
     doc = yaml.safe_load(params.read_text())
     doc["det_only_monitor"]["ros__parameters"]["monitors"]["camera"] = {"image_size": [W, H]}
     params.write_text(yaml.safe_dump(doc))
@@ -252,6 +257,7 @@ def test_detections_only_mode_and_sigterm_exit_code(ros_client, ros_tools, tmp_p
     pub.publish(convert.detection_array_msg([Detection(Box(90.0, 50.0, 99.0, 70.0), "person", 0.9)], 2))
     assert ros_tools.wait_until(lambda: len(stops) >= 2, timeout=10), proc.output()
     assert [m.data for m in stops[:2]] == [False, True]
+    assert "executor: single_threaded" in proc.output()
     assert proc.stop(signal.SIGTERM) == 0, proc.output()
 
 
