@@ -23,11 +23,14 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from perception_safety.io.bag import BagError, find_bags
+from perception_safety.io.config import parse_yaml, parse_yaml_document
 from perception_safety.io.dataset import DATASET_SUFFIXES, looks_like_dataset
 from perception_safety.io.episode_log import ROLLOUTS
+from perception_safety.safe_io.bounded_read import read_text
+
+MAX_METADATA_BYTES = 64 * 1024 * 1024
+"""A bag's metadata.yaml (or conditions sidecar) larger than this is refused (real ones are kilobytes)."""
 
 CUSTOM_PREFIX = "perception_safety."
 ROLE_KEY = CUSTOM_PREFIX + "rollout"
@@ -75,17 +78,11 @@ class BagInput:
         )
 
 
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's safe loader when PyYAML has it (same documents, ~10x faster than the pure-Python one)."""
-
-
 def bag_metadata(path: Path) -> dict:
-    """The ``rosbag2_bagfile_information`` mapping of a bag's metadata.yaml (safe_load)."""
+    """The ``rosbag2_bagfile_information`` mapping of a bag's metadata.yaml (the bounded safe loader)."""
     meta = path / "metadata.yaml"
-    try:
-        data = yaml.load(meta.read_text(encoding="utf-8"), Loader=_SAFE_LOADER) or {}
-    except (OSError, yaml.YAMLError) as exc:
-        raise BagError(f"{meta}: cannot read: {exc}") from exc
+    text = read_text(meta, MAX_METADATA_BYTES, "bag metadata", BagError)
+    data = parse_yaml_document(text, str(meta), BagError)  # not a mapping: no metadata; reading the bag names it
     info = data.get("rosbag2_bagfile_information") if isinstance(data, dict) else None
     return info if isinstance(info, dict) else {}
 
@@ -97,11 +94,8 @@ def bag_conditions(path: Path, metadata: Mapping | None = None) -> dict[str, str
     out = {k[len(CUSTOM_PREFIX) :]: str(v) for k, v in custom.items() if str(k).startswith(CUSTOM_PREFIX)}
     sidecar = path / SIDECAR
     if sidecar.is_file():
-        try:
-            extra = yaml.safe_load(sidecar.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as exc:
-            raise BagError(f"{sidecar}: not valid YAML: {exc}") from exc
-        if not isinstance(extra, dict) or any(isinstance(v, dict | list) for v in extra.values()):
+        extra = parse_yaml(read_text(sidecar, MAX_METADATA_BYTES, "conditions", BagError), str(sidecar), BagError)
+        if any(isinstance(v, dict | list) for v in extra.values()):
             raise BagError(f"{sidecar}: expected a flat mapping of condition name to value")
         out.update({str(k): str(v) for k, v in extra.items()})
     return out

@@ -178,6 +178,7 @@ def make_node(name: str = NODE_NAME) -> Any:
             self._publish_diagnostics()
 
         def _on_detections(self, raw: bytes) -> None:
+            stamp = None
             try:
                 self.health.received(self._now())
                 check_count(raw, self.params.config.limits, self.det_topic)  # before the (costly) decode
@@ -186,10 +187,10 @@ def make_node(name: str = NODE_NAME) -> Any:
                 frame = Frame(stamp_ns=stamp, detections=convert.detections_from_msg(msg, self.det_topic))
                 results = self.specset.evaluate(frame)
             except convert.MessageError as exc:
-                self._reject(str(exc))
+                self._reject(str(exc), stamp)
                 return
             except Exception as exc:  # the node never dies on input
-                self._reject(f"{self.det_topic}: internal error: {type(exc).__name__}: {exc}")
+                self._reject(f"{self.det_topic}: internal error: {type(exc).__name__}: {exc}", stamp)
                 return
             self.health.processed()
             statuses = [self._status(*r) for r in results]
@@ -200,9 +201,15 @@ def make_node(name: str = NODE_NAME) -> Any:
             if changed:
                 self._publish_diagnostics()
 
-        def _reject(self, reason: str) -> None:
+        def _reject(self, reason: str, stamp: int | None) -> None:
+            """An unreadable message is a frame the specs did not judge: ERROR per spec on ``~/cases`` (at the
+            message's stamp, else now with 'stamp unknown'), so a consumer never reads a gap as 'no case'."""
             self.health.reject(self.det_topic, reason)
             self.get_logger().warning(f"skipped message: {reason}", throttle_duration_sec=1.0)
+            when = "" if stamp is not None else " (stamp unknown: received now)"
+            statuses = [convert.status(f"{self.prefix}{spec}", Level.ERROR, f"unjudged{when}: {reason}", {},
+                                       self.params.config.hardware_id) for spec, _ in self.specset.specs]
+            self.pub_cases.publish(convert.diagnostic_array_msg(statuses, self._now() if stamp is None else stamp))
             self._publish_diagnostics()
 
         def _publish_diagnostics(self) -> None:

@@ -16,10 +16,9 @@ from functools import partial
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from perception_safety.io.config import ConfigError, format_validation_error
+from perception_safety.io.config import ConfigError, format_validation_error, load_yaml
 
 NodeName = Literal["safety_monitor", "bbsl_monitor", "returns_logger"]
 #: node name -> module whose ``make_node(name)`` builds it
@@ -44,14 +43,7 @@ class OnlineConfig(BaseModel):
 def load_online_config(path: str | Path) -> OnlineConfig:
     """Validate the ``online`` section of a params file (errors name the file and the dotted key)."""
     path = Path(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
-    if not isinstance(doc, dict):
-        raise ConfigError(f"{path}: expected '<node>: ros__parameters:' sections")
+    doc = load_yaml(path)
     section = doc.get(SECTION, {}) or {}
     params = section.get("ros__parameters", {}) if isinstance(section, dict) else None
     if not isinstance(params, dict):

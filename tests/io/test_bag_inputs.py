@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import itertools
+
+import pytest
+
 from perception_safety.core import Box, Detection, Frame, GroundTruthObject
-from perception_safety.io.bag import write_frames
-from perception_safety.io.bag_inputs import bag_conditions, input_notes, select_bags, used
+from perception_safety.io.bag import BagError, write_frames
+from perception_safety.io.bag_inputs import bag_conditions, bag_metadata, input_notes, select_bags, used
 
 
 def _frames() -> list[Frame]:
@@ -45,3 +49,27 @@ def test_plain_recording_is_read(tmp_path):
     write_frames(tmp_path / "rec", _frames())
     (b,) = select_bags([tmp_path])
     assert b.role == "recording" and not b.excluded and b.conditions == {}
+
+
+def test_metadata_and_sidecar_are_parsed_by_the_bounded_safe_loader(tmp_path):
+    """A duplicate key, a Python object tag or an alias bomb in a bag's YAML is a BagError naming file:line:column
+    (not a silently kept last value, a constructed object or an out-of-memory)."""
+    bag = tmp_path / "drive1"
+    write_frames(bag, _frames())
+    (bag / "conditions.yaml").write_text("weather: fog\nweather: rain\n")
+    with pytest.raises(BagError, match=r"conditions\.yaml:2:1: invalid YAML: duplicate key 'weather'"):
+        bag_conditions(bag)
+    (bag / "conditions.yaml").write_text("weather: !!python/object/apply:os.system ['true']\n")
+    with pytest.raises(BagError, match=r"conditions\.yaml.*python/object"):
+        bag_conditions(bag)
+    (bag / "conditions.yaml").unlink()
+    meta = bag / "metadata.yaml"
+    levels = "abcdefg"  # each level lists the previous one 10 times: 10^7 values once expanded
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{c}: &{c} [{', '.join([f'*{p}'] * 10)}]\n" for p, c in itertools.pairwise(levels)
+    )
+    meta.write_text(bomb)
+    with pytest.raises(BagError, match=r"metadata\.yaml:.*expands to more than"):
+        bag_metadata(bag)
+    meta.write_text("- a list\n")
+    assert bag_metadata(bag) == {}  # no metadata (as for a missing key): reading the bag then names it

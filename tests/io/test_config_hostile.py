@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,18 @@ def test_any_config_text_exits_0_or_2_naming_the_file(tmp_path, capsys, text):
     err = capsys.readouterr().err
     assert rc == 2
     assert str(path) in err or "no rosbag2 bag or JSON Lines dataset found" in err, err
+
+
+@pytest.mark.parametrize("depth", [150, 3_000, 60_000])
+def test_nesting_near_and_past_libyaml_limits_is_an_error_not_a_crash(tmp_path, depth):
+    """libyaml (the fast parser) crashes the process on ~50 000 nested brackets: such texts go to the pure-Python
+    parser; in a subprocess, so a crash fails this test instead of killing the suite."""
+    path = _write(tmp_path, "x: " + "[" * depth + "1" + "]" * depth + "\n")
+    code = (
+        "import sys\nfrom perception_safety.io.config import ConfigError, load_yaml\n"
+        f"try:\n    load_yaml({str(path)!r})\nexcept ConfigError as e:\n    print('ERR', e)\nelse:\n    print('OK')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-500:]
+    expect = "OK" if depth <= MAX_DEPTH else "ERR"
+    assert out.stdout.startswith(expect), out.stdout

@@ -66,7 +66,8 @@ def test_active_cases_per_spec_and_sigterm(ros_client, ros_tools, tmp_path):
     assert s3[0].level == b"\x01" and s3[1].level == b"\x00"  # alert_cases: [stop] -> WARN
     assert "bbsl_monitor: s1_stopping_distance" in by_stamp[100]
 
-    # a NaN box is skipped, reported on /diagnostics, and the node keeps evaluating
+    # a NaN box is not judged: ERROR per spec on ~/cases at its stamp, reported on /diagnostics; the node keeps
+    # evaluating
     diag = ros_client.collect(DiagnosticArray, "/diagnostics")
     bad = convert.detection_array_msg([Detection(Box(*ahead), "car", 0.9)], 200)
     bad.detections[0].bbox.center.position.y = float("inf")
@@ -76,7 +77,11 @@ def test_active_cases_per_spec_and_sigterm(ros_client, ros_tools, tmp_path):
         for arr in list(diag) for st in arr.status), timeout=10), proc.output()
     pub.publish(convert.detection_array_msg([Detection(Box(*aside), "car", 0.9)], 201))
     assert ros_tools.wait_until(lambda: any(convert.stamp_to_ns(m.header.stamp) == 201 for m in list(cases)))
-    assert not any(convert.stamp_to_ns(m.header.stamp) == 200 for m in list(cases))
+    unjudged = [m for m in list(cases) if convert.stamp_to_ns(m.header.stamp) == 200]
+    assert len(unjudged) == 1 and {s.name for s in unjudged[0].status} == {
+        "bbsl_monitor: s3_two_cases", "bbsl_monitor: s1_stopping_distance"}
+    assert all(s.level == b"\x02" and s.message.startswith("unjudged: ") and "non-finite" in s.message
+               for s in unjudged[0].status)
     assert proc.stop(signal.SIGTERM) == 0, proc.output()
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from perception_safety.io.config import parse_yaml
 from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
@@ -15,17 +16,15 @@ def check_sections(cfg: EvaluateConfig, config_text: str) -> None:
     """The ``tuning`` and ``model_check`` sections checked before any input is read: parameters, values,
     requirements and speeds parse, the base monitors load, the model folder holds a run (exit 2 otherwise)."""
     if cfg.tuning is not None:
-        import yaml
-
         from perception_safety.pipeline.tuning.checks import check_speeds
         from perception_safety.pipeline.tuning.grid import TuningError, operating_points
         from perception_safety.pipeline.tuning.run import base_monitors
         from perception_safety.pipeline.tuning.select import parse_requirement
 
         t = cfg.tuning
-        data = yaml.safe_load(config_text) or {}
+        data = parse_yaml(config_text, "config")
         try:
-            operating_points(base_monitors(data if isinstance(data, dict) else {}, Path(cfg.base_dir)), t.params,
+            operating_points(base_monitors(data, Path(cfg.base_dir)), t.params,
                              t.values)
             for r in t.require:
                 parse_requirement(r)
@@ -46,8 +45,6 @@ def check_sections(cfg: EvaluateConfig, config_text: str) -> None:
 
 
 def run_tuning_step(ev: Evaluation, cfg: EvaluateConfig, config_text: str, out: Path, inputs: Sequence[str]) -> None:
-    import yaml
-
     from perception_safety.pipeline.tuning import TuningRequest, run_tuning
     from perception_safety.pipeline.tuning.report import tradeoff_figure
     from perception_safety.pipeline.tuning.run import base_monitors
@@ -57,8 +54,8 @@ def run_tuning_step(ev: Evaluation, cfg: EvaluateConfig, config_text: str, out: 
     if t is None:  # the caller adds this step only with a tuning section
         return
     req = TuningRequest(inputs, t.params, t.values, t.require, t.maximise, t.speed, t.initial_speed, t.alpha)
-    data = yaml.safe_load(config_text) or {}
-    doc = run_tuning(req, cfg, base_monitors(data if isinstance(data, dict) else {}, Path(cfg.base_dir)),
+    data = parse_yaml(config_text, "config")
+    doc = run_tuning(req, cfg, base_monitors(data, Path(cfg.base_dir)),
                      out / "tuning")
     rows, sel = doc["rows"], doc["selection"]
     ev.results["tuning"] = {k: doc[k] for k in ("params", "values", "level", "simultaneous", "pareto_front",
