@@ -15,7 +15,9 @@ from typing import Any
 import numpy as np
 
 from perception_safety.core.types import Frame
+from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.ground_distance import detection_distances
+from perception_safety.evaluation.detection_ap.batch import records_from_batch
 from perception_safety.evaluation.detection_ap.frames import DistanceFn, records_from_frames
 from perception_safety.evaluation.detection_ap.records import APRecords, merge_records
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
@@ -40,6 +42,15 @@ def ap_partial(frames: Sequence[Frame], cfg: EvaluateConfig, unit: str) -> dict[
         frames, cfg.confusion, lambda f: f.episode or unit, detection_distance(cfg), cfg.detection_ap.max_detections
     )
     return rec.to_json()
+
+
+def ap_batch_partial(batch: FrameBatch, cfg: EvaluateConfig) -> dict[str, Any]:
+    """The AP records of an episode's columnar batch (its frames' episodes filled in) as JSON: the records
+    `ap_partial` gives for the same frames, from the batch the confusion matrices use."""
+    assert batch.det_distances is not None
+    distances = detection_distances(batch.det_distances, batch.det_boxes[:, 3], cfg.confusion.ground_camera)
+    c = cfg.confusion
+    return records_from_batch(batch, c.class_names, c.bin_edges, distances, cfg.detection_ap.max_detections).to_json()
 
 
 def reduce_ap(partials: Sequence[dict[str, Any]]) -> APRecords | None:

@@ -78,16 +78,17 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
     source = ep.source
     batch = (
         FrameBatch.from_frames(frames, ClassMapper(cfg.confusion)).with_episode(ep.episode)
-        if analyses & {"confusion", "verification"}
+        if analyses & {"confusion", "verification", "detection_ap"}
         else None
     )
+    counted = batch if analyses & {"confusion", "verification"} else None  # the confusion matrices' batch
     out: dict[str, Any] = {"ground_truth_screen": screened.to_dict()}
-    if batch is not None:
-        out["confusion"] = confusion_part(batch, cfg, source)
-    if "detection_ap" in analyses and cfg.image_boxes:  # IoU of image boxes (3D footprints: run.py warns)
-        from perception_safety.pipeline.detection_ap import ap_partial
+    if counted is not None:
+        out["confusion"] = confusion_part(counted, cfg, source)
+    if "detection_ap" in analyses and cfg.image_boxes and batch is not None:  # IoU of image boxes (3D: run.py warns)
+        from perception_safety.pipeline.detection_ap import ap_batch_partial
 
-        out["detection_ap"] = ap_partial(frames, cfg, ep.episode)
+        out["detection_ap"] = ap_batch_partial(batch, cfg)
     elif "detection_ap" in analyses:  # 3D object lists: nuScenes-style AP by centre distance
         from perception_safety.evaluation.detection_ap.centre_distance import centre_partial
 
@@ -98,10 +99,10 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
     if "pcd" in analyses:
         out["pcd"] = pcd_parts(frames, cfg, source)
     if SPEED_BAND in cfg.evaluate.breakdowns:
-        out["speed_bands"] = speed_band_parts(frames, batch, cfg, source)
+        out["speed_bands"] = speed_band_parts(frames, counted, cfg, source)
     if SIZE_BAND in cfg.evaluate.breakdowns:
-        out["size_bands"] = size_band_parts(frames, batch, cfg, source)
-    if "verification" in analyses and batch is not None:
+        out["size_bands"] = size_band_parts(frames, counted, cfg, source)
+    if "verification" in analyses and counted is not None:
         from perception_safety.pipeline.verdicts import verdict_part
 
         out["verdicts"] = verdict_part(ep, batch, cfg)  # monitor in the loop: counts per verdict

@@ -35,9 +35,11 @@ class FrameBatch:
     gt_tracks: np.ndarray | None = None
     """Track id (str, '' = none) per ground-truth object; None when the input has none (CSV)."""
     frame_episodes: np.ndarray | None = None
+    """Episode (str, '' = unknown) per frame (`Frame.episode`); None when the input has none (CSV)."""
     det_distances: np.ndarray | None = None
     """Ground-plane distance (m) per detection that carries a position (3D object lists), NaN where none."""
-    """Episode (str, '' = unknown) per frame (`Frame.episode`); None when the input has none (CSV)."""
+    det_scores: np.ndarray | None = None
+    """Confidence per detection (AP ranks by it, evidence orders false detections by it); None: unknown (CSV)."""
 
     def __post_init__(self) -> None:
         nd, ng = len(self.det_boxes), len(self.gt_boxes)
@@ -53,6 +55,7 @@ class FrameBatch:
             (self.gt_tracks is None or len(self.gt_tracks) == ng, "gt_tracks length"),
             (self.frame_episodes is None or len(self.frame_episodes) == len(self.det_offsets) - 1, "frame_episodes"),
             (self.det_distances is None or len(self.det_distances) == nd, "det_distances length"),
+            (self.det_scores is None or len(self.det_scores) == nd, "det_scores length"),
         )
         for ok, what in checks:
             if not ok:
@@ -74,6 +77,7 @@ class FrameBatch:
         det_rows: list[tuple[float, float, float, float]] = []
         det_cls: list[int] = []
         det_dist: list[float] = []
+        det_score: list[float] = []
         gt_rows: list[tuple[float, float, float, float]] = []
         gt_cls: list[int] = []
         gt_dist: list[float] = []
@@ -92,6 +96,7 @@ class FrameBatch:
                 det_rows.append((b.x_min, b.y_min, b.x_max, b.y_max))
                 det_cls.append(code)
                 det_dist.append(math.nan if d.position is None else math.hypot(d.position[0], d.position[1]))
+                det_score.append(d.score)
             for g in frame.ground_truth:
                 code = mapper(g.class_id)
                 if code < 0:
@@ -120,4 +125,5 @@ class FrameBatch:
             gt_tracks=np.asarray(gt_track, dtype=object),
             frame_episodes=np.asarray(episodes, dtype=object),
             det_distances=np.asarray(det_dist, dtype=np.float64),
+            det_scores=np.asarray(det_score, dtype=np.float64),
         )

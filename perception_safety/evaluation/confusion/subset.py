@@ -35,6 +35,7 @@ def select_objects(batch: FrameBatch, gt_keep: np.ndarray, det_keep: np.ndarray)
         gt_tracks=None if batch.gt_tracks is None else batch.gt_tracks[gt_keep],
         frame_episodes=batch.frame_episodes,
         det_distances=None if batch.det_distances is None else batch.det_distances[det_keep],
+        det_scores=None if batch.det_scores is None else batch.det_scores[det_keep],
     )
 
 
@@ -55,4 +56,5 @@ def select_frames(batch: FrameBatch, keep: np.ndarray) -> FrameBatch:
         gt_tracks=None if batch.gt_tracks is None else batch.gt_tracks[gt_keep],
         frame_episodes=None if batch.frame_episodes is None else batch.frame_episodes[keep],
         det_distances=None if batch.det_distances is None else batch.det_distances[det_keep],
+        det_scores=None if batch.det_scores is None else batch.det_scores[det_keep],
     )
