@@ -4,6 +4,10 @@ Frames of one track are strongly correlated (a detector misses in runs), so sing
 samples: each resample draws as many groups as there are, with replacement, keeps all their samples, and reruns
 the whole estimate (spline, change points, sigma, p_det) with the model fixed to the one chosen on the full data.
 The interval is the two-sided percentile interval at ``level``; seeded, so a rerun gives the same numbers.
+
+Paper method: a resample is its draw counts per group; its samples enter the estimate through per-cell sums, all
+resamples' sums from one sparse product (`cells.py`, issue 27: 200 resamples cost a few fits, not 200). The
+reference method reruns `compute_pcd` on each resample's samples.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import dataclasses
 
 import numpy as np
 
+from perception_safety.evaluation.pcd.cells import cell_estimate, cell_table
 from perception_safety.evaluation.pcd.compute import PCDError, PCDInterval, PCDResult, compute_pcd, prepare_samples
 from perception_safety.evaluation.pcd.config import PCDConfig
 from perception_safety.evaluation.pcd.diagnostics import PCDWarning
@@ -26,6 +31,51 @@ def _gather(starts: np.ndarray, lengths: np.ndarray, picks: np.ndarray) -> np.nd
     total = int(lens.sum())
     offsets = np.repeat(starts[picks] - np.cumsum(lens) + lens, lens)
     return offsets + np.arange(total)
+
+
+def _resample_samples(
+    xg: np.ndarray, yg: np.ndarray, starts: np.ndarray, lengths: np.ndarray, picks: list[np.ndarray],
+    cfg: PCDConfig, result: PCDResult,
+) -> tuple[list[float], list[np.ndarray]]:
+    """Reference method: the whole estimate rerun on each resample's samples."""
+    pcds: list[float] = []
+    grids: list[np.ndarray] = []
+    for pick in picks:
+        idx = _gather(starts, lengths, pick)
+        try:
+            res = compute_pcd(xg[idx], yg[idx], cfg, what="bootstrap resample", diagnose=False, start=result)
+        except PCDError:
+            continue
+        pcds.append(res.pcd)
+        grids.append(res.grid)
+    return pcds, grids
+
+
+#: Resamples whose cell sums are formed by one sparse product.
+CHUNK = 32
+
+
+def _resample_cells(
+    xg: np.ndarray, yg: np.ndarray, unit: np.ndarray, k: int, picks: list[np.ndarray], cfg: PCDConfig,
+    start: np.ndarray | None,
+) -> tuple[list[float], list[np.ndarray], float]:
+    """Paper method: each resample's cell sums from its draw counts (`cells.py`), the estimate on the cells."""
+    table = cell_table(xg, yg, unit, k)
+    pcds: list[float] = []
+    grids: list[np.ndarray] = []
+    for first in range(0, len(picks), CHUNK):
+        draws = np.stack([np.bincount(p, minlength=k) for p in picks[first : first + CHUNK]])
+        stats = table.resample(draws)
+        drawn = draws > 0
+        for r in range(draws.shape[0]):
+            scale = table.y_scale[:, drawn[r]].max(axis=1)
+            try:
+                pcd, grid = cell_estimate(table, stats[r], (float(scale[0]), float(scale[1])), cfg, cfg.model, start)
+            except PCDError:
+                continue
+            pcds.append(pcd)
+            grids.append(grid)
+    return pcds, grids, table.width_m
 
 
 def bootstrap_pcd(
@@ -72,18 +122,13 @@ def bootstrap_pcd(
         return dataclasses.replace(result, warnings=tuple(warns))
     fixed = cfg.model_copy(update={"model": result.model})
     rng = np.random.default_rng(bcfg.seed)
-    pcds: list[float] = []
-    grids: list[np.ndarray] = []
-    failed = 0
-    for _ in range(bcfg.n_boot):
-        idx = _gather(starts, lengths, rng.integers(0, k, k))
-        try:
-            res = compute_pcd(xg[idx], yg[idx], fixed, what="bootstrap resample", diagnose=False, start=result)
-        except PCDError:
-            failed += 1
-            continue
-        pcds.append(res.pcd)
-        grids.append(res.grid)
+    picks = [rng.integers(0, k, k) for _ in range(bcfg.n_boot)]
+    start = result.logistic.coef if result.logistic is not None else None
+    if cfg.method == "paper":
+        pcds, grids, width = _resample_cells(xg, yg, np.repeat(np.arange(k), lengths), k, picks, fixed, start)
+    else:
+        (pcds, grids), width = _resample_samples(xg, yg, starts, lengths, picks, fixed, result), 0.0
+    failed = bcfg.n_boot - len(pcds)
     if not pcds:
         warns.append(PCDWarning("pcd_bootstrap_failed", f"all {bcfg.n_boot} bootstrap resamples failed: no interval"))
         return dataclasses.replace(result, warnings=tuple(warns))
@@ -114,6 +159,7 @@ def bootstrap_pcd(
         n_groups=k,
         level=bcfg.level,
         seed=bcfg.seed,
+        cell_width_m=width,
         pcd_ci=(float(pcd_q[0]), float(pcd_q[1])),
         mpcd_ci=(float(mpcd_q[0]), float(mpcd_q[1])),
         grid_lo=grid_q[0],

@@ -67,10 +67,20 @@ def split_likelihoods(resid: np.ndarray, var_floor: float = 0.0) -> np.ndarray:
     Variances are floored at ``var_floor`` (> 0 keeps ``log`` finite on exactly fitted data).
     """
     sq = np.square(np.asarray(resid, dtype=float))
-    n = sq.size
+    return _likelihoods(sq, np.arange(1, sq.size, dtype=float), sq.size, var_floor)
+
+
+def cell_squares(resid: np.ndarray, counts: np.ndarray, within: np.ndarray) -> np.ndarray:
+    """Sum of squared residuals of each cell of ``counts`` samples whose mean misses the fit by ``resid`` and whose
+    sum of squares about their mean is ``within``."""
+    return counts * np.square(resid) + within
+
+
+def _likelihoods(sq: np.ndarray, tau: np.ndarray, n: float, var_floor: float) -> np.ndarray:
+    """``l`` at the boundaries after each entry but the last; ``sq`` the squared residual (sum) of each entry
+    (a sample, or a cell of samples), ``tau`` the samples left of each boundary, ``n`` all samples."""
     left = np.cumsum(sq)[:-1]
     right = np.cumsum(sq[::-1])[::-1][1:]
-    tau = np.arange(1, n, dtype=float)
     v_left = left / tau
     v_right = right / (n - tau)
     if var_floor > 0:
@@ -86,16 +96,25 @@ def sic_split_test(
     rule: Rule = "paper",
     candidates: np.ndarray | None = None,
     var_floor: float = 0.0,
+    counts: np.ndarray | None = None,
+    within: np.ndarray | None = None,
 ) -> SplitTest | None:
     """Eq. 6–8 on one segment; ``candidates`` (bool over tau = 1..n-1) restricts the admissible splits.
 
-    Returns None when no split is admissible.
+    ``counts``/``within``: the entries are cells of samples (`cell_squares`); splits fall between cells, ``n`` counts
+    samples and the returned ``tau`` counts cells. Returns None when no split is admissible.
     """
     resid = np.asarray(resid, dtype=float)
-    n = resid.size
-    if n < 3:
+    if counts is None:
+        n = resid.size
+        sq = np.square(resid)
+        lik = split_likelihoods(resid, var_floor) if n >= 3 else None
+    else:
+        sq = cell_squares(resid, counts, within if within is not None else np.zeros(resid.size))
+        n = round(float(counts.sum()))
+        lik = _likelihoods(sq, np.cumsum(counts)[:-1], n, var_floor) if n >= 3 and resid.size >= 2 else None
+    if lik is None:
         return None
-    lik = split_likelihoods(resid, var_floor)
     if candidates is not None:
         lik = np.where(candidates, lik, np.inf)
     if not np.any(np.isfinite(lik) | (lik == -np.inf)):
@@ -104,7 +123,7 @@ def sic_split_test(
     if lik[idx] == np.inf:
         return None
     l_min = float(lik[idx])
-    total = float(np.sum(np.square(resid)))
+    total = float(np.sum(sq))
     v_full = max(total / n, var_floor) if var_floor > 0 else total / n
     with np.errstate(divide="ignore"):
         l_full = float(n * np.log(v_full))
@@ -139,6 +158,9 @@ def binary_segmentation(
     min_segment_size: int = 30,
     min_side: int = 2,
     exact_fit_tol: float = 1e-10,
+    counts: np.ndarray | None = None,
+    within: np.ndarray | None = None,
+    y_scale: float | None = None,
 ) -> ChangePoints:
     """Apply the test recursively until no segment rejects H0 (Section 4.2).
 
@@ -148,28 +170,47 @@ def binary_segmentation(
     which is the reported change point. Segments shorter than ``min_segment_size`` are not tested; segments
     whose mean fit leaves residuals below ``exact_fit_tol * max(1, max|y|)`` (constant or exactly fitted
     data), or whose samples all share one distance, are not tested either.
+
+    Cells (the bootstrap's resamples, paper rule only): entry ``i`` holds ``counts[i]`` samples at distance ``x[i]``
+    (distinct, ascending) with mean ``y[i]`` and sum of squares ``within[i]`` about it; ``residuals(xs, ys, counts)``
+    fits the cells' samples; ``y_scale`` is the samples' largest ``|y|``. Sizes count samples, splits fall between
+    cells: the same test as on the samples themselves.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
     n_all = x.size
+    if counts is not None and rule != "paper":
+        raise ValueError("binary segmentation of cells follows the paper rule only")
+    cum = None if counts is None else np.concatenate([[0.0], np.cumsum(counts)])
     splits: list[int] = []
     values: list[float] = []
     tests: list[tuple[int, int, SplitTest]] = []
-    scale = max(1.0, float(np.max(np.abs(y)))) if n_all else 1.0
+    top = y_scale if y_scale is not None else float(np.max(np.abs(y))) if n_all else 0.0
+    scale = max(1.0, top)
     floor = (exact_fit_tol * scale) ** 2
     stack = [(0, n_all)]
     while stack:
         lo, hi = stack.pop()
-        n = hi - lo
+        n = hi - lo if cum is None else cum[hi] - cum[lo]
         if n < max(min_segment_size, 3):
             continue
         xs, ys = x[lo:hi], y[lo:hi]
         if xs[0] == xs[-1]:
             continue  # one distance only: no mean over distance to fit, no split between distinct distances
-        resid = residuals(xs, ys)
-        if float(np.mean(np.square(resid))) <= floor:
+        if counts is None:
+            resid = residuals(xs, ys)
+            mean_sq = float(np.mean(np.square(resid)))
+        else:
+            cs, ws = counts[lo:hi], within[lo:hi] if within is not None else np.zeros(hi - lo)
+            resid = residuals(xs, ys, cs)
+            mean_sq = float(np.sum(cell_squares(resid, cs, ws))) / n
+        if mean_sq <= floor:
             continue
-        if rule == "paper":
+        if counts is not None:
+            tau = cum[lo + 1 : hi] - cum[lo]
+            cand = (tau >= min_side) & (n - tau >= min_side)
+            result = sic_split_test(resid, alpha, rule, cand, var_floor=floor, counts=cs, within=ws)
+        elif rule == "paper":
             tau = np.arange(1, n)
             cand = (tau >= min_side) & (n - tau >= min_side) & (xs[1:] > xs[:-1])
             result = sic_split_test(resid, alpha, rule, cand, var_floor=floor)

@@ -59,6 +59,16 @@ def resolve_model(cfg: PCDConfig, zero_share: float) -> tuple[str, str]:
 
 
 @dataclass(frozen=True)
+class CellSums:
+    """Samples pooled in cells at distinct distances: per cell the count and the sum of squares about the cell's
+    mean score; ``y_scale`` the samples' largest ``|y|`` (the exact-fit floor of the change-point test)."""
+
+    counts: np.ndarray
+    within: np.ndarray
+    y_scale: float
+
+
+@dataclass(frozen=True)
 class ScoreModel:
     """The Gaussian part fitted to (xs, ys): spline, change points, segments, per-sample sigma."""
 
@@ -71,15 +81,24 @@ class ScoreModel:
 
 
 def fit_score_model(
-    xs: np.ndarray, ys: np.ndarray, cfg: PCDConfig, what: str, change_points: Sequence[float] | None
+    xs: np.ndarray,
+    ys: np.ndarray,
+    cfg: PCDConfig,
+    what: str,
+    change_points: Sequence[float] | None,
+    cells: CellSums | None = None,
 ) -> ScoreModel:
+    """The Gaussian part on samples ``(xs, ys)``, or on cells (``cells``: ``ys`` are the cells' mean scores; the
+    bootstrap's resamples, paper method): the same fit, test and sigma as on the cells' samples."""
     kwargs = spline_kwargs(cfg)
+    counts = None if cells is None else cells.counts
+    within = None if cells is None else cells.within
     try:
-        fit = fit_pspline(xs, ys, **kwargs)
+        fit = fit_pspline(xs, ys, weights=counts, rss_offset=0.0 if within is None else float(within.sum()), **kwargs)
         seg_kwargs = dict(kwargs, criterion="fixed", lam=fit.lam)
 
-        def residuals(xa: np.ndarray, ya: np.ndarray) -> np.ndarray:
-            seg_fit = fit if xa.size == xs.size else fit_pspline(xa, ya, **seg_kwargs)
+        def residuals(xa: np.ndarray, ya: np.ndarray, wa: np.ndarray | None = None) -> np.ndarray:
+            seg_fit = fit if xa.size == xs.size else fit_pspline(xa, ya, weights=wa, **seg_kwargs)
             return ya - fitted_values(seg_fit, xa)
 
         cps = (
@@ -93,12 +112,15 @@ def fit_score_model(
                 rule=cfg.method,
                 min_segment_size=max(cfg.segment_minimum(), cfg.n_splines),
                 min_side=cfg.side_minimum(),
+                counts=counts,
+                within=within,
+                y_scale=None if cells is None else cells.y_scale,
             )
         )
     except SplineFitError as exc:
         raise PCDError(f"{what}: {exc}") from exc
     if cfg.method == "paper":
-        sigma, segs = segments_paper(xs, ys - fitted_values(fit, xs), cps)
+        sigma, segs = segments_paper(xs, ys - fitted_values(fit, xs), cps, counts, within)
     else:
         sigma, segs = segments_reference(xs, ys, cps)
     return ScoreModel(xs, ys, fit, cps, tuple(segs), sigma)

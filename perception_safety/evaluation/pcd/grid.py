@@ -55,10 +55,17 @@ def probability_grid(result: PCDResult, y_t: np.ndarray) -> np.ndarray:
     y_t = np.atleast_1d(np.asarray(y_t, dtype=float))
     if result.method == "reference" and not result.change_points.distances and result.sigma[0] == 0:
         return np.ones((y_t.size, result.x.size))
-    prob = exceedance_probability(result.fitted, result.sigma, y_t, result.method)  # type: ignore[arg-type]
-    if result.p_det is None:
+    return model_probabilities(result.fitted, result.sigma, result.p_det, y_t, result.method)  # type: ignore[arg-type]
+
+
+def model_probabilities(
+    fitted: np.ndarray, sigma: np.ndarray, p_det: np.ndarray | None, y_t: np.ndarray, method: Method
+) -> np.ndarray:
+    """``P(y > y_t | x)`` rows per ``y_t``: eq. 9, times ``p_det`` for the hurdle model (a miss scores 0)."""
+    prob = exceedance_probability(fitted, sigma, y_t, method)
+    if p_det is None:
         return prob
-    p = result.p_det[None, :]
+    p = p_det[None, :]
     return p * prob + (1.0 - p) * (y_t[:, None] < 0.0)
 
 

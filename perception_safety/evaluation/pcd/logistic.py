@@ -54,10 +54,14 @@ class LogisticFit:
         return expit(np.clip(eta, -ETA_LIMIT, ETA_LIMIT))
 
 
-def _irls(basis, y: np.ndarray, penalty: np.ndarray, lam: float, max_iter: int, tol: float, start=None):
+def _irls(basis, y: np.ndarray, penalty: np.ndarray, lam: float, max_iter: int, tol: float, start=None, trials=None):
+    """Penalised IRLS; ``trials``: ``y`` are the detected shares of cells of that many samples (binomial)."""
     k = basis.shape[1]
     if start is not None and np.shape(start) == (k,):
         beta = np.array(start, dtype=float)  # warm start (the bootstrap: the full data's coefficients)
+    elif trials is not None:
+        rate = (trials @ y + 0.5) / (trials.sum() + 1.0)
+        beta = np.full(k, np.log(rate / (1.0 - rate)))
     else:  # the logit of the smoothed overall rate (never 0 or 1)
         rate = (y.sum() + 0.5) / (y.size + 1.0)
         beta = np.full(k, np.log(rate / (1.0 - rate)))
@@ -71,6 +75,8 @@ def _irls(basis, y: np.ndarray, penalty: np.ndarray, lam: float, max_iter: int, 
         p = expit(eta)
         w = np.maximum(p * (1.0 - p), 1e-10)
         z = eta + (y - p) / w
+        if trials is not None:
+            w = w * trials
         wb = basis * w[:, None]
         gram = basis.T @ wb
         a = gram + lam * penalty + RIDGE * np.eye(k)
@@ -79,18 +85,19 @@ def _irls(basis, y: np.ndarray, penalty: np.ndarray, lam: float, max_iter: int, 
         except np.linalg.LinAlgError as exc:
             raise SplineFitError(f"logistic P-spline: singular normal equations (lambda={lam}): {exc}") from exc
         p = expit(np.clip(basis @ beta, -ETA_LIMIT, ETA_LIMIT))
-        dev = _deviance(y, p)
+        dev = _deviance(y, p, trials)
         if abs(dev - dev_old) <= tol * (abs(dev) + 0.1):
             converged = True
             break
         dev_old = dev
     edf = float(np.trace(solve(a, gram, assume_a="pos")))
-    return beta, _deviance(y, expit(np.clip(basis @ beta, -ETA_LIMIT, ETA_LIMIT))), edf, it, converged
+    return beta, _deviance(y, expit(np.clip(basis @ beta, -ETA_LIMIT, ETA_LIMIT)), trials), edf, it, converged
 
 
-def _deviance(y: np.ndarray, p: np.ndarray) -> float:
+def _deviance(y: np.ndarray, p: np.ndarray, trials: np.ndarray | None = None) -> float:
     p = np.clip(p, 1e-15, 1.0 - 1e-15)
-    return float(-2.0 * np.sum(y * np.log(p) + (1.0 - y) * np.log1p(-p)))
+    terms = y * np.log(p) + (1.0 - y) * np.log1p(-p)
+    return float(-2.0 * (np.sum(terms) if trials is None else trials @ terms))
 
 
 def fit_logistic_pspline(
@@ -105,14 +112,17 @@ def fit_logistic_pspline(
     max_iter: int = 50,
     tol: float = 1e-9,
     start: np.ndarray | None = None,
+    trials: np.ndarray | None = None,
 ) -> LogisticFit:
     """Fit ``p_det`` to 0/1 outcomes ``detected`` at sorted distances ``x`` (see the module docstring).
 
     ``start``: coefficients to start IRLS from (a nearby fit, e.g. the full data's for a bootstrap resample: ~3
-    iterations instead of ~12; the same optimum within ``tol``)."""
+    iterations instead of ~12; the same optimum within ``tol``). ``trials``: cells of that many samples at one
+    distance, ``detected`` their detected share (the bootstrap's resamples): the same likelihood as the samples."""
     x = np.asarray(x, dtype=float)
     y = np.asarray(detected, dtype=float)
-    n = x.size
+    t = None if trials is None else np.asarray(trials, dtype=float)
+    n = x.size if t is None else round(float(t.sum()))
     if x.shape != y.shape or x.ndim != 1:
         raise SplineFitError(f"x and detected must be 1-D of equal length, got {x.shape} and {y.shape}")
     if n < n_splines:
@@ -128,7 +138,7 @@ def fit_logistic_pspline(
         raise SplineFitError("lambda must be finite and >= 0 (and the lambda grid non-empty)")
     best = None
     for lam_value in lams:
-        beta, dev, edf, it, ok = _irls(basis, y, penalty, lam_value, max_iter, tol, start)
+        beta, dev, edf, it, ok = _irls(basis, y, penalty, lam_value, max_iter, tol, start, t)
         if criterion == "fixed":
             score = 0.0
         elif criterion == "aic":

@@ -100,24 +100,25 @@ class PSplineFit:
         return self.basis(x) @ self.coef + self.intercept
 
 
-def _gram(x: np.ndarray, y: np.ndarray, knots: np.ndarray, degree: int, intercept: bool):
+def _gram(x: np.ndarray, y: np.ndarray, knots: np.ndarray, degree: int, intercept: bool, w: np.ndarray | None = None):
     scale = x[-1] - x[0] if x[-1] != x[0] else 1.0
     u = (x - x[0]) / scale
     u = np.clip(u, 0.0, 1.0)
     # dense n x K: for K ~ 10 the dense products are faster than scipy.sparse's per-call overhead
     sparse = design(u, knots, degree).toarray()
+    weighted = sparse if w is None else sparse * w[:, None]
     k = sparse.shape[1]
     m = k + int(intercept)
     gram = np.zeros((m, m))
-    gram[:k, :k] = sparse.T @ sparse
+    gram[:k, :k] = sparse.T @ weighted
     rhs = np.zeros(m)
-    rhs[:k] = sparse.T @ y
+    rhs[:k] = weighted.T @ y
     if intercept:
-        col = sparse.sum(axis=0)
+        col = weighted.sum(axis=0)
         gram[:k, k] = col
         gram[k, :k] = col
-        gram[k, k] = x.size
-        rhs[k] = y.sum()
+        gram[k, k] = x.size if w is None else w.sum()
+        rhs[k] = y.sum() if w is None else w @ y
     return sparse, gram, rhs
 
 
@@ -141,15 +142,21 @@ def fit_pspline(
     last_knot_eps: float = 0.0,
     criterion: LambdaCriterion = "fixed",
     lam_grid: Sequence[float] = DEFAULT_LAMBDA_GRID,
+    weights: np.ndarray | None = None,
+    rss_offset: float = 0.0,
 ) -> PSplineFit:
     """Fit eq. 4 on sorted ``x``; with ``criterion`` aic/bic/gcv, ``lam`` is chosen from ``lam_grid``.
 
     AIC = n log(RSS/n) + 2 edf, BIC = n log(RSS/n) + log(n) edf, GCV = n RSS / (n - edf)^2,
     with edf = trace of the hat matrix.
+    ``weights``: ``x``, ``y`` are cells of ``weights[i]`` samples with mean ``y[i]`` at one distance (the bootstrap's
+    resamples, `cells.py`); then n is the number of samples and ``rss_offset`` their sum of squares about the cell
+    means, so the fit, RSS and criteria are those of the samples themselves.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
-    n = x.size
+    w = None if weights is None else np.asarray(weights, dtype=float)
+    n = x.size if w is None else float(w.sum())
     if x.shape != y.shape or x.ndim != 1:
         raise SplineFitError(f"x and y must be 1-D of equal length, got {x.shape} and {y.shape}")
     if n < n_splines:
@@ -163,7 +170,7 @@ def fit_pspline(
     if penalty_order < 1 or penalty_order >= n_splines:
         raise SplineFitError(f"penalty_order must lie in [1, {n_splines - 1}], got {penalty_order}")
     knots = uniform_knots(n_splines, degree, last_knot_eps)
-    sparse, gram, rhs = _gram(x, y, knots, degree, intercept)
+    sparse, gram, rhs = _gram(x, y, knots, degree, intercept, w)
     m = gram.shape[0]
     penalty = np.zeros((m, m))
     penalty[:n_splines, :n_splines] = difference_penalty(n_splines, penalty_order)
@@ -171,7 +178,7 @@ def fit_pspline(
     def fit_at(lam_value: float) -> tuple[np.ndarray, float, float]:
         beta = _solve(gram, penalty, rhs, lam_value, ridge)
         fitted = sparse @ beta[:n_splines] + (beta[n_splines] if intercept else 0.0)
-        rss = float(np.sum((y - fitted) ** 2))
+        rss = float(np.sum((y - fitted) ** 2)) if w is None else float(w @ (y - fitted) ** 2) + rss_offset
         a = gram + lam_value * penalty + ridge * np.eye(m)
         edf = float(np.trace(solve(a, gram, assume_a="pos")))
         return beta, rss, edf
@@ -213,7 +220,7 @@ def fit_pspline(
         lam=chosen,
         edf=edf,
         rss=rss,
-        n=n,
+        n=round(n),
     )
 
 

@@ -29,9 +29,12 @@ class PCDInterval:
     mpcd_ci: tuple[float, float]
     grid_lo: np.ndarray
     grid_hi: np.ndarray
+    cell_width_m: float = 0.0  # > 0: the resamples' distances were pooled in cells of this width (`cells.py`)
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "resample_distances": "exact" if self.cell_width_m == 0 else
+            f"pooled in cells of {self.cell_width_m:.3g} m (the estimate on distances rounded to the cell means)",
             "n_boot": self.n_boot,
             "n_ok": self.n_ok,
             "unit": self.unit,

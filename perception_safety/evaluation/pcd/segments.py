@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perception_safety.evaluation.pcd.changepoints import ChangePoints
+from perception_safety.evaluation.pcd.changepoints import ChangePoints, cell_squares
 from perception_safety.evaluation.pcd.config import Method
 from perception_safety.evaluation.pcd.errors import PCDError
 
@@ -25,14 +25,26 @@ class Segment:
     sigma: float
 
 
-def segments_paper(x: np.ndarray, resid: np.ndarray, cps: ChangePoints) -> tuple[np.ndarray, list[Segment]]:
+def segments_paper(
+    x: np.ndarray,
+    resid: np.ndarray,
+    cps: ChangePoints,
+    counts: np.ndarray | None = None,
+    within: np.ndarray | None = None,
+) -> tuple[np.ndarray, list[Segment]]:
+    """Sigma of each segment: the RMS of its residuals (``counts``/``within``: cells of samples, `cell_squares`)."""
     bounds = [0, *cps.split_indices, x.size]
     sigma = np.empty(x.size)
     segs = []
+    sq = None if counts is None else cell_squares(resid, counts, within if within is not None else 0.0)
     for lo, hi in itertools.pairwise(bounds):
-        s = float(np.sqrt(np.mean(np.square(resid[lo:hi]))))
+        if sq is None:
+            s, size = float(np.sqrt(np.mean(np.square(resid[lo:hi])))), hi - lo
+        else:
+            size = round(float(counts[lo:hi].sum()))
+            s = float(np.sqrt(np.sum(sq[lo:hi]) / size))
         sigma[lo:hi] = s
-        segs.append(Segment(float(x[lo]), float(x[hi - 1]), hi - lo, s))
+        segs.append(Segment(float(x[lo]), float(x[hi - 1]), size, s))
     return sigma, segs
 
 

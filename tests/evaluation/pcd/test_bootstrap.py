@@ -79,3 +79,69 @@ def test_group_ids_must_match_samples():
     x, y, g = hurdle_samples(200, 1)
     with pytest.raises(PCDError, match="group ids"):
         bootstrap_pcd(compute_pcd(x, y), x, y, g[:-1], _cfg(5))
+
+
+def _brute_force(x, y, g, cfg, result):
+    """The bootstrap by definition: draw whole groups (same generator and order of draws as the module), rerun
+    the whole estimate on the resampled samples, take percentiles."""
+    _, unit = np.unique(g, return_inverse=True)
+    k = unit.max() + 1
+    members = [np.flatnonzero(unit == u) for u in range(k)]
+    fixed = cfg.model_copy(update={"model": result.model})
+    rng = np.random.default_rng(cfg.bootstrap.seed)
+    pcds, grids = [], []
+    for _ in range(cfg.bootstrap.n_boot):
+        idx = np.concatenate([members[u] for u in rng.integers(0, k, k)])
+        res = compute_pcd(x[idx], y[idx], fixed, diagnose=False)
+        pcds.append(res.pcd)
+        grids.append(res.grid)
+    q = [(1 - cfg.bootstrap.level) / 2, (1 + cfg.bootstrap.level) / 2]
+    stack = np.stack(grids)
+    return np.quantile(pcds, q), np.quantile(stack.mean(axis=(1, 2)), q), np.quantile(stack, q, axis=0)
+
+
+def _assert_same_interval(iv, ref, atol):
+    np.testing.assert_allclose(iv.pcd_ci, ref[0], rtol=0, atol=atol)
+    np.testing.assert_allclose(iv.mpcd_ci, ref[1], rtol=0, atol=atol)
+    np.testing.assert_allclose(iv.grid_lo, ref[2][0], rtol=0, atol=atol)
+    np.testing.assert_allclose(iv.grid_hi, ref[2][1], rtol=0, atol=atol)
+
+
+@pytest.mark.parametrize("model", ["hurdle", "gaussian"])
+def test_resamples_from_counts_equal_the_estimate_rerun_on_each_resample(model):
+    # distinct distances <= MAX_CELLS: each cell is one distance, the cell sums are the resample's samples
+    x, y, g = hurdle_samples(1500, 6, tracks=25)
+    cfg = PCDConfig(model=model, bootstrap={"n_boot": 30, "seed": 3})
+    res = compute_pcd(x, y, cfg)
+    iv = bootstrap_pcd(res, x, y, g, cfg).interval
+    assert iv.n_ok == 30 and iv.to_dict()["resample_distances"] == "exact"
+    _assert_same_interval(iv, _brute_force(x, y, g, cfg, res), atol=1e-9)
+
+
+def test_pooled_cells_are_the_estimate_on_distances_rounded_to_the_cell_means(monkeypatch):
+    from perception_safety.evaluation.pcd import cells
+
+    monkeypatch.setattr(cells, "MAX_CELLS", 300)
+    x, y, g = hurdle_samples(3000, 2, tracks=40)
+    cfg = PCDConfig(model="hurdle", bootstrap={"n_boot": 25, "seed": 1})
+    res = compute_pcd(x, y, cfg)
+    iv = bootstrap_pcd(res, x, y, g, cfg).interval
+    width = (x.max() - x.min()) / 300
+    assert iv.cell_width_m == pytest.approx(width)
+    assert "pooled in cells of 0.649 m" in iv.to_dict()["resample_distances"]
+    # the documented meaning, computed independently: every distance replaced by the mean distance of its bin
+    bins = np.minimum(((x - x.min()) / width).astype(int), 299)
+    rounded = (np.bincount(bins, weights=x) / np.maximum(np.bincount(bins), 1))[bins]
+    _assert_same_interval(iv, _brute_force(rounded, y, g, cfg, res), atol=1e-9)
+    # and a 0.65 m grid moves the interval by a fraction of its width only
+    exact = _brute_force(x, y, g, cfg, res)
+    assert np.abs(np.subtract(iv.pcd_ci, exact[0])).max() < 0.1 * (exact[0][1] - exact[0][0]) + width
+
+
+def test_reference_method_reruns_the_estimate_on_each_resample():
+    x, y, g = hurdle_samples(1200, 3, tracks=20)
+    y = np.where(y > 0, y, 0.02)  # the reference reproduces the Gaussian model
+    cfg = PCDConfig(method="reference", bootstrap={"n_boot": 12, "seed": 2})
+    res = compute_pcd(x, y, cfg)
+    iv = bootstrap_pcd(res, x, y, g, cfg).interval
+    _assert_same_interval(iv, _brute_force(x, y, g, cfg, res), atol=1e-9)
