@@ -25,6 +25,20 @@ def test_image_rgb_and_bgr_come_back_as_rgb():
     assert np.array_equal(convert.image_from_msg(_roundtrip(bgr_msg, "sensor_msgs/msg/Image")), rgb)
 
 
+def test_raw_rgb8_image_is_a_view_of_the_received_bytes():
+    """The node's image path copies no frame: the raw CDR bytes (what a ``raw=True`` subscription hands over)
+    -> rosbags decode -> HxWx3 array is a view of those bytes; only bgr8 (channel flip) and a padded row step make
+    one RGB copy."""
+    rgb = np.random.default_rng(3).integers(0, 256, size=(6, 7, 3), dtype=np.uint8)
+    raw = bytes(serialize_message(convert.image_msg(rgb, 7)))
+    img = convert.image_from_msg(convert.decode_cdr(raw, "sensor_msgs/msg/Image", "/cam"))
+    assert np.array_equal(img, rgb) and img.flags.c_contiguous
+    assert np.shares_memory(img, np.frombuffer(raw, np.uint8))
+    bgr = bytes(serialize_message(convert.image_msg(rgb[:, :, ::-1], 7, encoding="bgr8")))
+    img = convert.image_from_msg(convert.decode_cdr(bgr, "sensor_msgs/msg/Image", "/cam"))
+    assert np.array_equal(img, rgb) and not np.shares_memory(img, np.frombuffer(bgr, np.uint8))
+
+
 def test_image_errors_name_topic_and_problem():
     img = convert.image_msg(np.zeros((4, 5, 3), np.uint8), 1)
     img.encoding = "yuv422"
