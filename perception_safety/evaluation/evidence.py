@@ -15,8 +15,8 @@ a failed BBSL test case; ``alarm:<status>`` a frame on which the recorded monito
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -46,9 +46,9 @@ class FrameRef:
     """Smaller = more informative (e.g. the distance of a missed object: the nearest first)."""
 
     def to_json(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["box"] = list(self.box) if self.box is not None else None
-        return d
+        return {"stamp_ns": self.stamp_ns, "kind": self.kind, "label": self.label, "distance_m": self.distance_m,
+                "box": list(self.box) if self.box is not None else None, "detail": self.detail,
+                "priority": self.priority}  # fmt: skip
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> FrameRef:
@@ -68,6 +68,9 @@ class EvidenceCollector:
     def add(self, cell: str, ref: FrameRef) -> None:
         """Count one occurrence in ``cell`` and keep its reference if it is among the most informative."""
         self.counts[cell] = self.counts.get(cell, 0) + 1
+        self._keep(cell, ref)
+
+    def _keep(self, cell: str, ref: FrameRef) -> None:
         if self.per_cell <= 0:
             return
         heap = self._heaps.setdefault(cell, [])
@@ -77,6 +80,23 @@ class EvidenceCollector:
             heapq.heappush(heap, item)
         elif item[:3] > heap[0][:3]:
             heapq.heapreplace(heap, item)
+
+    def add_ranked(self, cells: Sequence[str], which: np.ndarray, priority: np.ndarray, stamp: np.ndarray,
+                   ref: Callable[[int], FrameRef]) -> None:
+        """``add`` of many occurrences at once, in order: occurrence ``i`` in ``cells[which[i]]`` with its
+        ``priority`` and ``stamp``; only the references that can be kept (the ``per_cell`` best of each cell
+        among these) are built, by ``ref(i)``, so the result is the same as adding them one by one."""
+        which = np.asarray(which, dtype=np.int64)
+        for c, n in zip(*np.unique(which, return_counts=True), strict=True):
+            self.counts[cells[c]] = self.counts.get(cells[c], 0) + int(n)
+        if self.per_cell <= 0 or which.size == 0:
+            return
+        order = np.lexsort((np.arange(which.size), np.asarray(stamp), np.asarray(priority, dtype=np.float64), which))
+        ranked = which[order]
+        starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
+        rank = np.arange(which.size) - np.repeat(starts, np.diff(np.r_[starts, which.size]))
+        for i in np.sort(order[rank < self.per_cell]).tolist():
+            self._keep(cells[which[i]], ref(i))
 
     def refs(self, cell: str) -> list[FrameRef]:
         """The kept references of ``cell``, most informative first."""
@@ -118,26 +138,44 @@ def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: Conf
     b = np.searchsorted(edges, batch.gt_distances, side="right") - 1
     gt_frame = np.repeat(np.arange(batch.n_frames), np.diff(batch.gt_offsets))
     stamps = batch.frame_stamps if batch.frame_stamps is not None else np.array([f.stamp_ns for f in frames])
-    for g in np.flatnonzero((b >= 0) & (b < len(edges) - 1)).tolist():
-        m = int(gt_match[g])
-        pred = names[int(batch.det_classes[m])] if m >= 0 else cfg.empty_label
-        true = names[int(batch.gt_classes[g])]
-        kind = _kind(pred, true, cfg.empty_label)
-        dist = float(batch.gt_distances[g])
+    gts = np.flatnonzero((b >= 0) & (b < len(edges) - 1))
+    m = gt_match[gts]
+    pred = np.where(m >= 0, batch.det_classes[np.maximum(m, 0)], len(names) - 1) if len(batch.det_classes) else (
+        np.full(len(gts), len(names) - 1))
+    true = batch.gt_classes[gts]
+    combo = (pred * len(names) + true) * len(edges) + b[gts]
+    keys, which = np.unique(combo, return_inverse=True)
+    cells = [cell_key(names[k // len(edges) // len(names)], names[k // len(edges) % len(names)],
+                      edges[k % len(edges)], edges[k % len(edges) + 1]) for k in keys.tolist()]  # fmt: skip
+    dist = batch.gt_distances[gts]
+    matched = pred == true
+
+    def gt_ref(i: int) -> FrameRef:
+        g = int(gts[i])
+        p, t = names[int(pred[i])], names[int(true[i])]
+        kind = _kind(p, t, cfg.empty_label)
+        d = float(dist[i])
         track = str(batch.gt_tracks[g]) if batch.gt_tracks is not None else ""
-        ref = FrameRef(int(stamps[gt_frame[g]]), kind, true, dist, tuple(batch.gt_boxes[g].tolist()),
-                       f"track {track}" if track else "", dist if kind != "matched" else -dist)
-        col.add(cell_key(pred, true, edges[b[g]], edges[b[g] + 1]), ref)
+        return FrameRef(int(stamps[gt_frame[g]]), kind, t, d, tuple(batch.gt_boxes[g].tolist()),
+                        f"track {track}" if track else "", d if kind != "matched" else -d)
+
+    col.add_ranked(cells, which.reshape(-1), np.where(matched, -dist, dist), stamps[gt_frame[gts]], gt_ref)
     det_used = np.zeros(len(batch.det_boxes), dtype=bool)
     det_used[gt_match[gt_match >= 0]] = True
     det_frame = np.repeat(np.arange(batch.n_frames), np.diff(batch.det_offsets))
-    scores = np.array([d.score for f in frames for d in f.detections if mapper(d.class_id) >= 0], dtype=np.float64)
-    for d in np.flatnonzero(~det_used).tolist():
-        cls = names[int(batch.det_classes[d])]
-        score = float(scores[d]) if d < len(scores) else 0.0
-        ref = FrameRef(int(stamps[det_frame[d]]), "false_detection", cls, None, tuple(batch.det_boxes[d].tolist()),
-                       f"score {score:.2f}", -score)
-        col.add(f"false:{cls}", ref)
+    scores = batch.det_scores if batch.det_scores is not None else np.array(
+        [d.score for f in frames for d in f.detections if mapper(d.class_id) >= 0], dtype=np.float64)
+    false = np.flatnonzero(~det_used)
+    false_score = np.concatenate([scores, np.zeros(len(batch.det_boxes))])[false]  # 0 where a score is missing
+
+    def det_ref(i: int) -> FrameRef:
+        d = int(false[i])
+        cls, score = names[int(batch.det_classes[d])], float(false_score[i])
+        return FrameRef(int(stamps[det_frame[d]]), "false_detection", cls, None, tuple(batch.det_boxes[d].tolist()),
+                        f"score {score:.2f}", -score)
+
+    false_cells = [f"false:{name}" for name in names]
+    col.add_ranked(false_cells, batch.det_classes[false], -false_score, stamps[det_frame[false]], det_ref)
 
 
 def collect_stops(col: EvidenceCollector, frames: Iterable[Frame], cfg: MonitorsConfig,
@@ -191,13 +229,20 @@ def collect_alarms(col: EvidenceCollector, name: str, frames: Sequence[Frame],
                    alarms: Sequence[bool | None]) -> None:
     """Frames on which the recorded monitor status ``name`` raised an alarm (one verdict per frame, None unknown);
     the first alarms first, each about the nearest ground-truth object (if any)."""
-    for f, alarm in zip(frames, alarms, strict=True):
-        if not alarm:
-            continue
+    if len(alarms) != len(frames):
+        raise ValueError(f"{len(alarms)} verdicts for {len(frames)} frames")
+    hit = [i for i, alarm in enumerate(alarms) if alarm]
+    stamps = np.array([frames[i].stamp_ns for i in hit], dtype=np.int64)
+
+    def ref(k: int) -> FrameRef:
+        f = frames[hit[k]]
         near = min(f.ground_truth, key=lambda g: g.distance) if f.ground_truth else None
-        col.add(f"alarm:{name}", FrameRef(f.stamp_ns, "alarm", near.class_id if near else "",
-                                          near.distance if near else None, near.box.as_tuple() if near else None,
-                                          "no object in the frame" if near is None else "", float(f.stamp_ns) / 1e9))
+        return FrameRef(f.stamp_ns, "alarm", near.class_id if near else "", near.distance if near else None,
+                        near.box.as_tuple() if near else None, "no object in the frame" if near is None else "",
+                        float(f.stamp_ns) / 1e9)
+
+    priority = np.array([float(s) / 1e9 for s in stamps.tolist()], dtype=np.float64)
+    col.add_ranked([f"alarm:{name}"], np.zeros(len(hit), dtype=np.int64), priority, stamps, ref)
 
 
 def merge_cells(parts: Sequence[Mapping[str, Any]], per_cell: int) -> dict[str, dict[str, Any]]:

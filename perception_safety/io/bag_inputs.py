@@ -60,6 +60,8 @@ class BagInput:
     excluded: str = ""
     messages: int = 0
     """Messages in the bag (all topics, from metadata.yaml): the size of the work of reading it."""
+    topics: tuple[str, ...] = ()
+    """Names of the bag's recorded topics (from metadata.yaml; empty for a dataset or when unknown)."""
 
     @property
     def is_dataset(self) -> bool:
@@ -146,12 +148,22 @@ def select_bags(
                     "monitor intervenes (pass --include-monitored to read it)"
                 )
             messages = meta.get("message_count")
-            out.append(BagInput(bag, role, named, cond, excluded, messages if isinstance(messages, int) else 0))
+            out.append(BagInput(bag, role, named, cond, excluded, messages if isinstance(messages, int) else 0,
+                                _topic_names(meta)))
         for data in _datasets_below(p, bags) if p.is_dir() else ():
             if data not in seen:
                 seen.add(data)
                 out.append(BagInput(data, DATASET, False, messages=_dataset_messages(data)))
     return out
+
+
+def _topic_names(meta: Mapping) -> tuple[str, ...]:
+    """The topic names a parsed metadata.yaml lists (empty when it lists none or is malformed)."""
+    listed = meta.get("topics_with_message_count")
+    if not isinstance(listed, list):
+        return ()
+    names = [t.get("topic_metadata", {}).get("name") if isinstance(t, dict) else None for t in listed]
+    return tuple(n for n in names if isinstance(n, str))
 
 
 def _dataset_messages(path: Path) -> int:

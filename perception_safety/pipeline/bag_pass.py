@@ -39,14 +39,18 @@ class MapInput:
     conditions: Mapping[str, str] = field(default_factory=dict)
     messages: int = 0
     """Messages (or records) in the input, 0 when unknown: sizes the work when choosing workers."""
+    topics: tuple[str, ...] = ()
+    """The bag's topic names from its metadata (parsed once by the caller); empty when unknown."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "kind": self.kind, "conditions": dict(self.conditions), "messages": self.messages}
+        return {"path": self.path, "kind": self.kind, "conditions": dict(self.conditions), "messages": self.messages,
+                "topics": list(self.topics)}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> MapInput:
         conditions = dict(d.get("conditions") or {})
-        return cls(str(d["path"]), str(d.get("kind", "bag")), conditions, int(d.get("messages", 0)))
+        topics = tuple(str(t) for t in d.get("topics") or ())
+        return cls(str(d["path"]), str(d.get("kind", "bag")), conditions, int(d.get("messages", 0)), topics)
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,8 @@ class EpisodeFrames:
     verdicts: Sequence[bool | None] | None = None
     verdicts_missing: str = ""
     """Why the verdicts are absent (topic or status not in the input), when they were asked for."""
+    topics: tuple[str, ...] = ()
+    """The input's topic names from its metadata (`MapInput.topics`); empty when unknown."""
 
 
 EpisodeMap = Callable[[EpisodeFrames], dict[str, Any]]
@@ -119,7 +125,7 @@ def read_episodes(inp: MapInput, opts: ReadOptions, report: BagReadReport) -> It
     if records is not None and opts.statuses is not None:
         verdicts, missing = _verdicts(inp.path, frames, records, opts.statuses, opts.topics.monitor_results)
     episode = str(inp.conditions.get("episode") or inp.path)
-    yield EpisodeFrames(inp.path, episode, inp.conditions, frames, verdicts, missing)
+    yield EpisodeFrames(inp.path, episode, inp.conditions, frames, verdicts, missing, inp.topics)
 
 
 def run_pass(inp: MapInput, opts: ReadOptions, episode_map: EpisodeMap, image_size: tuple[int, int] | None = None,

@@ -3,50 +3,26 @@
 The independent unit of the AP bootstrap is the frame's episode (`Frame.episode`: a dataset's episode key, or
 ``path#frame`` for its lines without one, which are independent images); a frame that carries none counts as its
 episode of the per-input pass (a bag is one recording). A false detection's distance comes from
-`detection_distance`, the one estimate shared with the per-bin precision (docs/detection-ap.md).
+`detection_distances`, the one estimate shared with the per-bin precision (docs/detection-ap.md).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
-from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.ground_distance import detection_distances
 from perception_safety.evaluation.detection_ap.batch import records_from_batch
-from perception_safety.evaluation.detection_ap.frames import DistanceFn, records_from_frames
 from perception_safety.evaluation.detection_ap.records import APRecords, merge_records
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 
 
-def detection_distance(cfg: EvaluateConfig) -> DistanceFn:
-    """Where a detection lies: the estimate the confusion matrices' precision per bin uses
-    (`confusion.ground_distance.detection_distances`: a carried 3D position, else ``confusion.ground_camera``)."""
-    cam = cfg.confusion.ground_camera
-
-    def estimate(frame: Frame, boxes: np.ndarray) -> np.ndarray:
-        carried = [math.nan if d.position is None else math.hypot(d.position[0], d.position[1])
-                   for d in frame.detections]  # fmt: skip
-        return detection_distances(np.asarray(carried, dtype=np.float64), boxes[:, 3], cam)
-
-    return estimate
-
-
-def ap_partial(frames: Sequence[Frame], cfg: EvaluateConfig, unit: str) -> dict[str, Any]:
-    """The AP records of ``frames`` as JSON; a frame without an episode belongs to ``unit``."""
-    rec = records_from_frames(
-        frames, cfg.confusion, lambda f: f.episode or unit, detection_distance(cfg), cfg.detection_ap.max_detections
-    )
-    return rec.to_json()
-
-
-def ap_batch_partial(batch: FrameBatch, cfg: EvaluateConfig) -> dict[str, Any]:
+def ap_partial(batch: FrameBatch, cfg: EvaluateConfig) -> dict[str, Any]:
     """The AP records of an episode's columnar batch (its frames' episodes filled in) as JSON: the records
-    `ap_partial` gives for the same frames, from the batch the confusion matrices use."""
+    `records_from_frames` gives for the same frames, from the batch the confusion matrices use; a detection's
+    distance is the estimate of the precision per bin (`detection_distances`: a carried 3D position, else
+    ``confusion.ground_camera``)."""
     assert batch.det_distances is not None
     distances = detection_distances(batch.det_distances, batch.det_boxes[:, 3], cfg.confusion.ground_camera)
     c = cfg.confusion

@@ -86,9 +86,9 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
     if counted is not None:
         out["confusion"] = confusion_part(counted, cfg, source)
     if "detection_ap" in analyses and cfg.image_boxes and batch is not None:  # IoU of image boxes (3D: run.py warns)
-        from perception_safety.pipeline.detection_ap import ap_batch_partial
+        from perception_safety.pipeline.detection_ap import ap_partial
 
-        out["detection_ap"] = ap_batch_partial(batch, cfg)
+        out["detection_ap"] = ap_partial(batch, cfg)
     elif "detection_ap" in analyses:  # 3D object lists: nuScenes-style AP by centre distance
         from perception_safety.evaluation.detection_ap.centre_distance import centre_partial
 

@@ -6,7 +6,7 @@ report, ``perception-safety frames`` and ``render --frames`` can find the pictur
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,13 +38,15 @@ DEFINITIONS = {
 }
 
 
-def image_topic(bag: str | Path, topics: BagTopics) -> str:
-    """The bag's image topic: ``topics.image`` or its ``/compressed`` transport, whichever is recorded."""
-    try:
-        listed = bag_metadata(Path(bag)).get("topics_with_message_count") or []
-        names = {t["topic_metadata"]["name"] for t in listed}
-    except (BagError, KeyError, TypeError):
-        names = set()
+def image_topic(bag: str | Path, topics: BagTopics, names: Collection[str] = ()) -> str:
+    """The bag's image topic: ``topics.image`` or its ``/compressed`` transport, whichever is recorded (``names``:
+    the bag's topic names when the caller has them, else read from its metadata)."""
+    if not names:
+        try:
+            listed = bag_metadata(Path(bag)).get("topics_with_message_count") or []
+            names = {t["topic_metadata"]["name"] for t in listed}
+        except (BagError, KeyError, TypeError):
+            names = set()
     compressed = topics.image + "/compressed"
     return compressed if compressed in names and topics.image not in names else topics.image
 
@@ -62,7 +64,7 @@ def evidence_part(ep: EpisodeFrames, cfg: EvaluateConfig, bbsl: Mapping[str, Map
     if ep.verdicts is not None:
         collect_alarms(col, cfg.verification.monitor_loop.status, frames, ep.verdicts)
     doc = col.to_json()
-    topic = image_topic(ep.source, cfg.bags.topics)
+    topic = image_topic(ep.source, cfg.bags.topics, ep.topics)
     t0 = min((f.stamp_ns for f in frames), default=0)
     for cell in doc["cells"].values():
         for r in cell["refs"]:

@@ -112,7 +112,8 @@ def _evaluate(
         extra = f" ({len(found)} excluded: {found[0].excluded})" if found else ""
         raise NothingUsableError(f"no rosbag2 bag or JSON Lines dataset found in {', '.join(map(str, inputs))}{extra}")
     clock.lap("find_inputs")
-    map_inputs = [MapInput(str(b.path), b.kind, dict(b.conditions), b.messages) for b in found if not b.excluded]
+    map_inputs = [MapInput(str(b.path), b.kind, dict(b.conditions), b.messages, b.topics) for b in found
+                  if not b.excluded]
     with progress_bar(console) as bar:
         task = bar.add_task("reading inputs", total=len(bags))
         mapped = map_bags(map_inputs, cfg, out / "partials", on_done=lambda _: bar.advance(task))

@@ -90,3 +90,26 @@ def test_false_and_missed_stops_compare_the_rule_on_detections_with_the_rule_on_
     collect_stops(col, frames, region)
     assert col.counts == {"false_stop": 1, "missed_stop": 1}
     assert col.refs("false_stop")[0].stamp_ns == 0 and col.refs("missed_stop")[0].distance_m == 6.0
+
+
+def test_adding_many_at_once_keeps_what_adding_one_by_one_keeps():
+    """`add_ranked` builds only the references that can survive; the kept set, its order and the counts must be
+    those of `add` called for every occurrence (ties in priority and stamp broken by arrival, cells pre-filled)."""
+    rng = np.random.default_rng(3)
+    cells = ["a", "b", "c"]
+    for per_cell in (0, 1, 3, 50):
+        one, many = EvidenceCollector(per_cell=per_cell), EvidenceCollector(per_cell=per_cell)
+        for col in (one, many):  # earlier occurrences in cell a
+            for k in range(4):
+                col.add("a", FrameRef(k, "missed", priority=float(k % 2)))
+        n = 200
+        which = rng.integers(0, 3, n)
+        priority = rng.integers(0, 4, n).astype(float)  # many ties
+        stamp = rng.integers(0, 5, n)
+        refs = [FrameRef(int(stamp[i]), "missed", detail=str(i), priority=float(priority[i])) for i in range(n)]
+        for i in range(n):
+            one.add(cells[which[i]], refs[i])
+        built = []
+        many.add_ranked(cells, which, priority, stamp, lambda i, b=built, r=refs: b.append(i) or r[i])
+        assert many.to_json() == one.to_json()
+        assert len(built) <= 3 * per_cell
