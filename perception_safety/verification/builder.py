@@ -310,20 +310,6 @@ def build_chain(system: AbstractSystem, observations: ObservationModel) -> Marko
     )
 
 
-def storm_labeling(n: int, initial: np.ndarray, labels: Mapping[str, np.ndarray]) -> Any:
-    """A Storm ``StateLabeling`` with ``init`` (the initial states) and one label per boolean mask."""
-    import stormpy
-
-    labeling = stormpy.models.StateLabeling(n)
-    bitvector = stormpy.datastructures.BitVector
-    labeling.add_label("init")
-    labeling.set_states("init", bitvector(n, np.asarray(initial).tolist()))
-    for name, mask in labels.items():
-        labeling.add_label(name)
-        labeling.set_states(name, bitvector(n, np.flatnonzero(mask).tolist()))
-    return labeling
-
-
 def to_storm(chain: MarkovChain) -> Any:
     """The chain as a ``stormpy`` DTMC: its CSR arrays and labels through Storm's binary UMB archive
     (`storm_umb.py`; stormpy's matrix builder takes Python lists only), plus ``init``."""

@@ -24,7 +24,6 @@ from perception_safety.verification.builder import (
     initial_states,
     last_of_run,
     merge_successors,
-    storm_labeling,
     successor_table,
 )
 from perception_safety.verification.errors import VerificationError
@@ -111,15 +110,10 @@ def build_interval_chain(system: AbstractSystem, observations: ObservationModel)
 
 
 def interval_storm_model(chain: IntervalChain, labels: Mapping[str, np.ndarray] | None = None) -> Any:
-    """The chain as ``stormpy.SparseDtmc[Interval]`` (IDTMC) with ``labels`` (default: the chain's own)."""
-    import stormpy
+    """The chain as ``stormpy.SparseDtmc[Interval]`` (IDTMC) with ``labels`` (default: the chain's own), handed over
+    as Storm's binary UMB archive (`storm_umb.py`: no Python object per transition)."""
+    from perception_safety.verification.storm_umb import storm_dtmc
 
-    n = chain.n_states
-    interval = stormpy.Interval
-    builder = stormpy.datastructures.SparseMatrixBuilder[interval](n, n, chain.n_transitions, True, False, 0)
-    values = [interval(a, b) for a, b in zip(chain.lower.tolist(), chain.upper.tolist(), strict=True)]
-    builder.add_next_values(chain.rows().tolist(), chain.indices.tolist(), values)
-    labeling = storm_labeling(n, chain.initial_states, chain.labels if labels is None else labels)
-    components = stormpy.models.SparseModelComponents[interval](transition_matrix=builder.build(),
-                                                               state_labeling=labeling)
-    return stormpy.models.SparseDtmc[interval](components)
+    bounds = np.column_stack([chain.lower, chain.upper])
+    chosen = chain.labels if labels is None else labels
+    return storm_dtmc(chain.indptr, chain.indices, bounds, chain.initial_states, chosen)

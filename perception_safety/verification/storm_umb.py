@@ -3,7 +3,8 @@
 stormpy 2.0's ``SparseMatrixBuilder.add_next_values`` and ``BitVector`` take Python sequences only (a 10⁷-state
 chain meant three lists of 13M items, ≈ 3–4 CPU s, issue 27 target 4). The UMB format ("unified Markov binary",
 ``stormpy.build_model_from_umb``) is a tar archive of an ``index.json`` and little-endian arrays: the CSR row
-starts (``choice-to-branches``, one choice per DTMC state), targets, probabilities and one bit set per label. The
+starts (``choice-to-branches``, one choice per DTMC state), targets, probabilities (or ``[lower, upper]`` pairs:
+an interval DTMC) and one bit set per label. The
 arrays are written straight from numpy into a temporary archive (in ``/dev/shm`` where there is one: memory, not
 disk), so the hand-over costs two copies of the arrays instead of one Python object per entry.
 """
@@ -50,8 +51,13 @@ def write_umb(
     initial_states: np.ndarray,
     labels: Mapping[str, np.ndarray],
 ) -> None:
-    """Write the DTMC (CSR rows = states) as an uncompressed UMB archive at ``path``."""
+    """Write the DTMC (CSR rows = states) as an uncompressed UMB archive at ``path``; ``data`` of shape
+    ``(transitions, 2)`` holds ``[lower, upper]`` of each probability (an interval DTMC)."""
     n = int(indptr.size - 1)
+    interval = np.ndim(data) == 2
+    for name in labels:
+        if not (name.replace("_", "a").isalnum() and name.isascii() and not name[0].isdigit()):
+            raise ValueError(f"label {name!r}: Storm labels are letters, digits and '_' (not starting with a digit)")
     initial = np.zeros(n, dtype=bool)
     initial[np.asarray(initial_states, dtype=np.int64)] = True
     arrays = {
@@ -71,14 +77,15 @@ def write_umb(
         "format-version": UMB_VERSION,
         "transition-system": {
             "#branch-actions": 0,
-            "#branches": int(data.size),
+            "#branches": len(data),
             "#choice-actions": 0,
             "#choices": n,
             "#initial-states": int(np.count_nonzero(initial)),
             "#observations": 0,
             "#players": 0,
             "#states": n,
-            "branch-probability-type": {"size": 64, "type": "double"},
+            "branch-probability-type": {"size": 128, "type": "double-interval"} if interval
+            else {"size": 64, "type": "double"},
             "time": "discrete",
         },
     }
@@ -101,7 +108,8 @@ def storm_dtmc(
     initial_states: np.ndarray,
     labels: Mapping[str, np.ndarray],
 ) -> Any:
-    """A ``stormpy`` sparse DTMC of the CSR chain with the label ``init`` (the initial states) and ``labels``."""
+    """A ``stormpy`` sparse DTMC of the CSR chain with the label ``init`` (the initial states) and ``labels``;
+    ``SparseDtmc[Interval]`` when ``data`` holds ``[lower, upper]`` pairs."""
     import stormpy
 
     options = stormpy.io.UmbImportOptions()

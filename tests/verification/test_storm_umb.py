@@ -5,6 +5,7 @@ from __future__ import annotations
 import tarfile
 
 import numpy as np
+import pytest
 import stormpy
 
 from perception_safety.verification.builder import build_chain
@@ -13,19 +14,22 @@ from perception_safety.verification.observations import class_observations
 from perception_safety.verification.storm_umb import bit_set, storm_dtmc, write_umb
 
 
-def _list_built(chain):
-    """The reference hand-over: stormpy's SparseMatrixBuilder and BitVector fed Python lists."""
+def _list_built(chain, bounds=None):
+    """The reference hand-over: stormpy's SparseMatrixBuilder and BitVector fed Python lists (``bounds``: the
+    ``[lower, upper]`` of each transition, an interval DTMC)."""
     n = chain.n_states
-    builder = stormpy.datastructures.SparseMatrixBuilder[float](n, n, chain.n_transitions, True, False, 0)
-    builder.add_next_values(chain.rows().tolist(), chain.indices.tolist(), chain.data.tolist())
+    kind = float if bounds is None else stormpy.Interval
+    values = chain.data.tolist() if bounds is None else [stormpy.Interval(a, b) for a, b in bounds.tolist()]
+    builder = stormpy.datastructures.SparseMatrixBuilder[kind](n, n, chain.n_transitions, True, False, 0)
+    builder.add_next_values(chain.rows().tolist(), chain.indices.tolist(), values)
     labeling = stormpy.models.StateLabeling(n)
     labeling.add_label("init")
     labeling.set_states("init", stormpy.datastructures.BitVector(n, chain.initial_states.tolist()))
     for name, mask in chain.labels.items():
         labeling.add_label(name)
         labeling.set_states(name, stormpy.datastructures.BitVector(n, np.flatnonzero(mask).tolist()))
-    comps = stormpy.models.SparseModelComponents[float](transition_matrix=builder.build(), state_labeling=labeling)
-    return stormpy.models.SparseDtmc[float](comps)
+    comps = stormpy.models.SparseModelComponents[kind](transition_matrix=builder.build(), state_labeling=labeling)
+    return stormpy.models.SparseDtmc[kind](comps)
 
 
 def _chain(speed: int = 3):
@@ -43,6 +47,13 @@ def _chain(speed: int = 3):
 
 def _entries(model) -> list[tuple[int, int, float]]:
     return [(r, e.column, e.value) for r in range(model.nr_states) for e in model.transition_matrix.get_row(r)]
+
+
+def test_label_names_that_are_not_storm_identifiers_are_refused(tmp_path):
+    chain = _chain(2)
+    with pytest.raises(ValueError, match=r"label '\.\./x'"):
+        write_umb(tmp_path / "c.umb", chain.indptr, chain.indices, chain.data, chain.initial_states,
+                  {"../x": np.zeros(chain.n_states, dtype=bool)})
 
 
 def test_bit_set_is_little_endian_words():
@@ -70,13 +81,36 @@ def test_umb_model_equals_the_list_built_model_and_checks_the_same():
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
 
 
-def test_archive_holds_the_arrays_storm_itself_exports(tmp_path):
+def _bounds(chain):
+    return np.column_stack([0.9 * chain.data, np.minimum(1.0, 1.1 * chain.data)])
+
+
+def test_interval_model_equals_the_list_built_interval_model():
+    chain = _chain()
+    bounds = _bounds(chain)
+    ours = storm_dtmc(chain.indptr, chain.indices, bounds, chain.initial_states, chain.labels)
+    ref = _list_built(chain, bounds)
+    assert type(ours) is type(ref) and ours.nr_transitions == ref.nr_transitions == chain.n_transitions
+
+    def entries(model):
+        return [(r, e.column, e.value.lower(), e.value.upper()) for r in range(model.nr_states)
+                for e in model.transition_matrix.get_row(r)]
+
+    assert entries(ours) == entries(ref)
+    for name in ref.labeling.get_labels():
+        assert list(ours.labeling.get_states(name)) == list(ref.labeling.get_states(name)), name
+
+
+@pytest.mark.parametrize("interval", [False, True])
+def test_archive_holds_the_arrays_storm_itself_exports(tmp_path, interval):
     # Storm's own exporter on the list-built model is the independent writer of the format
     chain = _chain(2)
+    data = _bounds(chain) if interval else chain.data
     options = stormpy.io.UmbExportOptions()
     options.compression = stormpy.io.CompressionMode.NO_COMPRESSION
-    stormpy.io.export_to_umb(_list_built(chain), str(tmp_path / "storm.umb"), options=options)
-    write_umb(tmp_path / "ours.umb", chain.indptr, chain.indices, chain.data, chain.initial_states, chain.labels)
+    ref = _list_built(chain, data if interval else None)
+    stormpy.io.export_to_umb(ref, str(tmp_path / "storm.umb"), options=options)
+    write_umb(tmp_path / "ours.umb", chain.indptr, chain.indices, data, chain.initial_states, chain.labels)
 
     def members(path):
         with tarfile.open(path) as tar:
