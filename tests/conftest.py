@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import tempfile
 from pathlib import Path
 
@@ -60,13 +61,24 @@ def ray_cluster() -> str:
         shutil.rmtree(temp, ignore_errors=True)
 
 
+def _test_module(name: str):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses resolve their annotations through it
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.fixture(scope="session")
 def kitti_scene():
     """tests/kitti_scene.py: a KITTI-like camera (1242x375) and pedestrians at known ground positions."""
-    import importlib.util
+    return _test_module("kitti_scene")
 
-    spec = importlib.util.spec_from_file_location("kitti_scene", Path(__file__).with_name("kitti_scene.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+
+@pytest.fixture(scope="session")
+def camera_scenes():
+    """tests/camera_scenes.py: four real camera models (KITTI-like, 4:3, wide 1080p, the demo's) and pedestrians."""
+    return _test_module("camera_scenes")

@@ -7,9 +7,9 @@ regions as fractions of the image (the same pixels at 1280x720, scaled on other 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from perception_safety.core.labels import expand
 from perception_safety.monitors.regions.forms import CameraMount, GroundCorridor, Region
@@ -76,8 +76,16 @@ class ContrastConfig(_Strict):
         return DEFAULT_CONTRAST_THRESHOLDS[self.statistic] if self.threshold is None else self.threshold
 
 
+#: the pixel distances of the plausibility monitor, chosen for the paper's 1280x720 camera (`px_image_size`)
+PIXEL_DISTANCES = ("nearby_margin_px", "association_distance_px", "max_jump_px_per_frame", "outside_tolerance_px")
+
+
 class PlausibilityConfig(_Strict):
-    """Ghost-detection monitor: watched classes, regions, association and physical bounds."""
+    """Ghost-detection monitor: watched classes, regions, association and physical bounds.
+
+    The ``*_px`` distances are pixels of an image ``px_image_size`` wide (default: the paper's 1280x720 camera, where
+    they are the paper's values); on a camera of another width they scale with it (`pixel_scale`). Given in a config,
+    they need the ``px_image_size`` they were chosen for, as a pixel region needs its ``image_size``."""
 
     enabled: bool = True
     watched_classes: tuple[str, ...] = expand(DEFAULT_WATCHED)
@@ -92,6 +100,8 @@ class PlausibilityConfig(_Strict):
     max_jump_px_per_frame: float | None = Field(default=50.0, gt=0.0)
     image_size: tuple[int, int] | None = Field(default=None, description="(width, height) when frames carry no image")
     outside_tolerance_px: float = Field(default=2.0, ge=0.0)
+    px_image_size: tuple[PositiveInt, PositiveInt] = Field(
+        default=PAPER_IMAGE_SIZE, description="(width, height) of the image the *_px distances were chosen for")
     alarm_on_jump: bool = True
     alarm_on_outside: bool = True
     # bounds on the work per frame (issue 19 item 2: 8k detections took 3.1 s and 2.6 GB in detections x tracks
@@ -105,16 +115,38 @@ class PlausibilityConfig(_Strict):
     def _expand(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return _expand_watched(value)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _pixels_need_their_image(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "px_image_size" not in data:
+            given = [k for k in PIXEL_DISTANCES if data.get(k) is not None]
+            if given:
+                raise ValueError(f"{', '.join(given)} need px_image_size: [width, height], the image they were chosen "
+                                 "for (on a camera of another width they scale with it)")
+        return data
+
+    def pixel_scale(self, width: int) -> float:
+        """Factor from the ``*_px`` distances to pixels of an image ``width`` wide (exactly 1 on their own width)."""
+        return 1.0 if width == self.px_image_size[0] else width / self.px_image_size[0]
+
+
+StopRule = Literal["region", "corridor", "either"]
+
 
 class StopRegionConfig(_Strict):
-    """Emergency-braking rule: stop when a watched box overlaps ``region`` (``rule: region``), or when its
-    bottom-centre on flat ground lies in the metric ``corridor`` (``rule: corridor``)."""
+    """Emergency-braking rule: stop when a watched box overlaps ``region`` (``rule: region``), when its bottom-centre
+    on flat ground lies in the metric ``corridor`` (``rule: corridor``), or when either holds (``rule: either``).
+
+    With ``rule: region`` a ``corridor`` states the ground the region must cover: checked against the camera in use
+    (`regions.coverage`); a region rule without one is judged with a warning (its coverage is not checked)."""
 
     enabled: bool = True
     watched_classes: tuple[str, ...] = expand(DEFAULT_WATCHED)
-    rule: Literal["region", "corridor"] = "region"
+    rule: StopRule = "region"
     region: Region = WARNING_REGION
-    corridor: GroundCorridor | None = Field(default=None, description="the ego's path on the ground (rule: corridor)")
+    corridor: GroundCorridor | None = Field(
+        default=None, description="the ego's path on the ground: the stop rule (corridor, either) or what the "
+        "region must cover (region)")
     min_score: float = Field(default=0.0, ge=0.0, le=1.0)
     min_overlap_px: float = Field(default=0.0, ge=0.0, description="intersection area must exceed this (rule: region)")
     source: Literal["detections", "ground_truth"] = "detections"
@@ -126,11 +158,19 @@ class StopRegionConfig(_Strict):
 
     @model_validator(mode="after")
     def _rule_has_its_region(self) -> StopRegionConfig:
-        if self.rule == "corridor" and self.corridor is None:
-            raise ValueError("rule: corridor needs a corridor: {half_width_m, near_m, far_m[, braking]}")
-        if self.rule == "region" and self.corridor is not None:
-            raise ValueError("a corridor is given but rule is 'region': set rule: corridor to use it")
+        if self.rule != "region" and self.corridor is None:
+            raise ValueError(f"rule: {self.rule} needs a corridor: {{half_width_m, near_m, far_m[, braking]}}")
         return self
+
+    @property
+    def uses_region(self) -> bool:
+        """The image rectangle stops the car (rules region and either)."""
+        return self.rule in ("region", "either")
+
+    @property
+    def uses_corridor(self) -> bool:
+        """The ground corridor stops the car (rules corridor and either)."""
+        return self.rule in ("corridor", "either")
 
 
 class MonitorsConfig(_Strict):

@@ -5,7 +5,8 @@ vehicle." A short track of watched-class detections is kept (association frame t
 then by centre distance, both one-to-one). A detection overlapping the *danger* region alarms
 when it belongs to no track that was seen in the *warning* region (grown by a margin) in the
 previous ``history_frames`` frames. Also flagged: track jumps faster than ``max_jump_px_per_frame``
-and boxes outside the image (or of zero area).
+and boxes outside the image (or of zero area). The pixel distances are for an image ``px_image_size`` wide and scale
+with the width of the camera in use.
 
 Bounded work per frame: at most ``max_detections`` watched detections (the highest-scoring; more give a WARN
 reason) are associated with at most ``max_tracks`` tracks (the most recently seen survive), so the detections x
@@ -55,6 +56,17 @@ class _Tracks:
         return int(self.boxes.shape[0])
 
 
+@dataclass(frozen=True)
+class _Placed:
+    """The monitor on one camera: danger region, warning region grown by the margin, and the pixel bounds (px)."""
+
+    danger: Rect
+    warning: Rect
+    gate: float
+    jump: float | None
+    tolerance: float
+
+
 class PlausibilityMonitor:
     """Ghost-detection monitor; ``update`` advances the track state, ``reset`` clears it."""
 
@@ -67,14 +79,18 @@ class PlausibilityMonitor:
         self.camera = camera
         self.name = name
         self._watched = LabelMatcher(self.config.watched_classes)
-        self.regions: PerCamera[tuple[Rect, Rect]] = PerCamera(self._resolve)
+        self.regions: PerCamera[_Placed] = PerCamera(self._resolve)
         self.reset()
 
-    def _resolve(self, camera: CameraInUse) -> tuple[Rect, Rect]:
-        """(danger, warning grown by the margin) in pixels of the camera's image."""
-        danger = rect_pixels("plausibility.danger_region", self.config.danger_region, camera)
-        warning = rect_pixels("plausibility.warning_region", self.config.warning_region, camera)
-        return danger, grow(warning, self.config.nearby_margin_px)
+    def _resolve(self, camera: CameraInUse) -> _Placed:
+        """The regions and the pixel distances on the camera's image (distances scaled with its width)."""
+        cfg = self.config
+        scale = cfg.pixel_scale(camera.size[0])
+        danger = rect_pixels("plausibility.danger_region", cfg.danger_region, camera)
+        warning = rect_pixels("plausibility.warning_region", cfg.warning_region, camera)
+        jump = None if cfg.max_jump_px_per_frame is None else cfg.max_jump_px_per_frame * scale
+        return _Placed(danger, grow(warning, cfg.nearby_margin_px * scale), cfg.association_distance_px * scale, jump,
+                       cfg.outside_tolerance_px * scale)
 
     def reset(self) -> None:
         """Forget all tracks, as at the start of an episode."""
@@ -89,7 +105,7 @@ class PlausibilityMonitor:
         tr = self._tracks
         return tr.boxes.copy(), tr.ids.copy(), tr.near_warning.copy()
 
-    def _associate(self, boxes: np.ndarray, classes: np.ndarray, k: int) -> np.ndarray:
+    def _associate(self, boxes: np.ndarray, classes: np.ndarray, k: int, gate: float) -> np.ndarray:
         """For each detection the index of its track or -1 (IoU first, then centre distance)."""
         tr = self._tracks
         assoc = np.full(boxes.shape[0], -1, dtype=np.int64)
@@ -101,7 +117,6 @@ class PlausibilityMonitor:
         used = np.zeros(len(tr), dtype=bool)
         used[m.gt_indices] = True
         free_t = np.flatnonzero(~used)
-        gate = self.config.association_distance_px
         if free_d.size and free_t.size and gate > 0:
             cd, ct = centers(boxes[free_d]), centers(tr.boxes[free_t])
             dist = np.linalg.norm(cd[:, None, :] - ct[None, :, :], axis=2)
@@ -118,7 +133,8 @@ class PlausibilityMonitor:
         """Judge one frame's detections against the tracks of the previous frames, then advance the tracks."""
         cfg = self.config
         camera = camera_in_use(frame, self.camera)
-        danger_rect, warning_rect = self.regions.get(camera)
+        placed = self.regions.get(camera)
+        danger_rect, warning_rect = placed.danger, placed.warning
         self._frame_index += 1
         k = self._frame_index
         reasons: list[str] = []
@@ -130,7 +146,7 @@ class PlausibilityMonitor:
         if dets:
             allb = np.array([d.box.as_tuple() for d in dets], dtype=np.float64)
             bad = (allb[:, 2] <= allb[:, 0]) | (allb[:, 3] <= allb[:, 1])
-            tol = cfg.outside_tolerance_px
+            tol = placed.tolerance
             w, h = size
             bad |= (allb[:, 0] < -tol) | (allb[:, 1] < -tol) | (allb[:, 2] > w + tol) | (allb[:, 3] > h + tol)
             for i in np.flatnonzero(bad):
@@ -143,7 +159,7 @@ class PlausibilityMonitor:
             watched = sorted(watched, key=lambda d: -d.score)[: cfg.max_detections]
         boxes = np.array([d.box.as_tuple() for d in watched], dtype=np.float64).reshape(-1, 4)
         classes = np.array([d.class_id for d in watched], dtype=object)
-        assoc = self._associate(boxes, classes, k)
+        assoc = self._associate(boxes, classes, k, placed.gate)
         tr = self._tracks
 
         in_danger = intersection_areas(boxes, danger_rect) > 0.0
@@ -164,14 +180,11 @@ class PlausibilityMonitor:
             disp = np.linalg.norm(centers(boxes[mi]) - centers(tr.boxes[ti]), axis=1)
             speed = disp / (k - tr.last_seen[ti]).astype(np.float64)
             max_speed = float(speed.max())
-            if cfg.max_jump_px_per_frame is not None:
-                jumped = speed > cfg.max_jump_px_per_frame
+            if placed.jump is not None:
+                jumped = speed > placed.jump
                 n_jumps = int(jumped.sum())
                 for j in np.flatnonzero(jumped):
-                    reasons.append(
-                        f"{watched[mi[j]].class_id} jumped {speed[j]:.1f} px/frame "
-                        f"(bound {cfg.max_jump_px_per_frame:g})"
-                    )
+                    reasons.append(f"{watched[mi[j]].class_id} jumped {speed[j]:.1f} px/frame (bound {placed.jump:g})")
 
         self._advance(boxes, classes, assoc, near_now, k)
         self.last_ghosts = boxes[ghosts]

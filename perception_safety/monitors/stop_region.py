@@ -10,12 +10,15 @@ closed, so a box that only touches the region's edge stops there and not here (a
 difference); ``min_overlap_px > 0`` has no BBSL counterpart.
 
 ``rule: corridor`` replaces the image rectangle by a metric corridor on the ground: a box stops the car when its
-bottom-centre, back-projected onto flat ground, lies in the corridor (`regions.resolve.Corridor.inside`).
+bottom-centre, back-projected onto flat ground, lies in the corridor (`regions.resolve.Corridor.inside`); ``rule:
+either`` stops for both. With ``rule: region`` a configured corridor is what the rectangle must cover on the camera
+in use (`regions.coverage.check_covers`): a rectangle that does not is a configuration error, never a silent miss.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,10 +27,12 @@ from perception_safety.core.types import Box, Frame
 from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.monitors.config import CameraMount, StopRegionConfig
 from perception_safety.monitors.geometry import intersection_areas
+from perception_safety.monitors.regions.coverage import check_covers
 from perception_safety.monitors.regions.resolve import (
     CameraInUse,
     Corridor,
     PerCamera,
+    Rect,
     RegionError,
     camera_in_use,
     corridor_for,
@@ -63,9 +68,9 @@ endcase
 def bbsl_bindings(config: StopRegionConfig, image_size: tuple[float, float]) -> dict[str, object]:
     """Exfunction bindings of `STOP_REGION_BBSL` for ``config`` on images of ``image_size`` (config-style values of
     the BBSL loader); `RegionError` for the corridor rule (no BBSL form) or a region that misses the image."""
-    if config.rule == "corridor":
+    if not config.uses_region:
         raise RegionError("stop_region: the metric corridor rule has no BBSL form (STOP_REGION_BBSL binds an image "
-                          "rectangle); give stop_region.rule: region for BBSL checks")
+                          "rectangle); give stop_region.rule: region or either (its rectangle) for BBSL checks")
     size = (round(image_size[0]), round(image_size[1]))
     x0, y0, x1, y1 = rect_pixels("stop_region.region", config.region, CameraInUse(size))
     return {"pedestrianExists": "subject_exists", "pedestrian": "subject", "warningX": [x0, x1], "warningY": [y0, y1]}
@@ -102,11 +107,33 @@ def should_stop(
     return overlapping(arr, classes, scores, config, rect).size > 0
 
 
+@dataclass(frozen=True)
+class StopGeometry:
+    """The stop rule placed on one camera: the pixel rectangle and/or the projected corridor that stop the car."""
+
+    rect: Rect | None = None
+    corridor: Corridor | None = None
+
+
+def stop_geometry(config: StopRegionConfig, mount: CameraMount, camera: CameraInUse) -> StopGeometry:
+    """``config``'s rule placed on ``camera``; `RegionError` when it cannot be (a rectangle that misses the image or
+    does not cover its configured corridor, a corridor without camera model or mounting, or out of sight)."""
+    rect = corridor = None
+    if config.uses_region:
+        rect = rect_pixels("stop_region.region", config.region, camera)
+        if config.rule == "region" and config.corridor is not None:
+            check_covers("stop_region.region", config.region, rect, config.corridor, camera, mount)
+    if config.uses_corridor:
+        assert config.corridor is not None
+        corridor = corridor_for("stop_region.corridor", config.corridor, camera, mount)
+    return StopGeometry(rect, corridor)
+
+
 class StopRegionMonitor:
     """The braking rule as a stateless monitor; ``alarm`` is the stop request.
 
     ``config.source`` chooses the frame's detections (the perception ``f``) or its ground truth (``f*``). The
-    region is resolved against each frame's camera (`camera_in_use`): a region that cannot be used raises
+    rule is placed on each frame's camera (`camera_in_use`, `stop_geometry`): one that cannot be placed raises
     `RegionError` (the caller decides: a node fails safe, the offline command exits 2).
     """
 
@@ -115,13 +142,7 @@ class StopRegionMonitor:
         self.config = config or StopRegionConfig()
         self.camera = camera or CameraMount()
         self.name = name
-        self.geometry: PerCamera[Corridor | tuple[float, float, float, float]] = PerCamera(self._resolve)
-
-    def _resolve(self, camera: CameraInUse) -> Corridor | tuple[float, float, float, float]:
-        if self.config.rule == "corridor":
-            assert self.config.corridor is not None
-            return corridor_for("stop_region.corridor", self.config.corridor, camera, self.camera)
-        return rect_pixels("stop_region.region", self.config.region, camera)
+        self.geometry: PerCamera[StopGeometry] = PerCamera(lambda cam: stop_geometry(self.config, self.camera, cam))
 
     def update(self, frame: Frame) -> MonitorResult:
         """Stop request for one frame."""
@@ -133,18 +154,21 @@ class StopRegionMonitor:
             boxes = frame.detection_boxes()
             classes = [d.class_id for d in frame.detections]
             scores = np.array([d.score for d in frame.detections], dtype=np.float64)
-        if isinstance(geometry, Corridor):
+        watched = _watched(classes, scores, self.config)
+        where = np.full(len(classes), "", dtype=object)
+        values: dict[str, float] = {}
+        if geometry.corridor is not None:
             speed = frame.ego.speed if frame.ego is not None else None
-            hits = np.flatnonzero(_watched(classes, scores, self.config) & geometry.inside(boxes, speed))
-            values = {"boxes_in_region": float(hits.size), "corridor_far_m": geometry.spec.far_at(speed)}
-            where = "stands in the ground corridor"
-        else:
-            hits = overlapping(boxes, classes, scores, self.config, geometry)
-            values = {"boxes_in_region": float(hits.size)}
-            where = "overlaps the stop region"
+            where[watched & geometry.corridor.inside(boxes, speed)] = "stands in the ground corridor"
+            values["corridor_far_m"] = geometry.corridor.spec.far_at(speed)
+        if geometry.rect is not None and boxes.shape[0]:
+            over = watched & (intersection_areas(boxes, geometry.rect) > self.config.min_overlap_px)
+            where[over & (where == "")] = "overlaps the stop region"
+        hits = np.flatnonzero(where != "")
+        values = {"boxes_in_region": float(hits.size), **values}
         if hits.size == 0:
             return MonitorResult(self.name, False, Level.OK, (), values)
-        reasons = tuple(f"{classes[i]} box {where}" for i in hits)
+        reasons = tuple(f"{classes[i]} box {where[i]}" for i in hits)
         return MonitorResult(self.name, True, Level.WARN, reasons, values)
 
     def reset(self) -> None:

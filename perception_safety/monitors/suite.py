@@ -13,7 +13,9 @@ from perception_safety.errors import PerceptionSafetyError
 from perception_safety.monitors.base import Level, Monitor, MonitorResult
 from perception_safety.monitors.composite import CompositeMonitor, build_runtime_monitor, build_stop_rule
 from perception_safety.monitors.config import MonitorsConfig
-from perception_safety.monitors.regions.resolve import CameraInUse, RegionError, corridor_for, rect_pixels
+from perception_safety.monitors.regions.forms import Region
+from perception_safety.monitors.regions.resolve import CameraInUse, RegionError, rect_pixels
+from perception_safety.monitors.stop_region import stop_geometry
 
 
 class Guarded:
@@ -43,29 +45,35 @@ class Guarded:
 
 def region_problems(config: MonitorsConfig, camera: CameraInUse) -> list[str]:
     """Every enabled region that cannot be used with ``camera``: one message each naming the region and the image
-    size (empty when all fit). The same checks the monitors make per frame, all at once."""
-    checks: list[tuple[bool, str, object]] = [
+    size (empty when all fit). The same checks the monitors make per frame, all at once: rectangles that miss the
+    image, the stop rule's corridor and the ground a stop rectangle must cover (`stop_geometry`)."""
+    checks: list[tuple[bool, str, Region | None]] = [
         (config.contrast.enabled and config.contrast.roi is not None, "contrast.roi", config.contrast.roi),
         (config.plausibility.enabled, "plausibility.danger_region", config.plausibility.danger_region),
         (config.plausibility.enabled, "plausibility.warning_region", config.plausibility.warning_region),
     ]
-    stop = config.stop_region
-    if stop.rule == "corridor":
-        checks.append((stop.enabled, "stop_region.corridor", stop.corridor))
-    else:
-        checks.append((stop.enabled, "stop_region.region", stop.region))
     problems = []
     for enabled, name, region in checks:
-        if not enabled:
-            continue
         try:
-            if name == "stop_region.corridor":
-                corridor_for(name, region, camera, config.camera)  # type: ignore[arg-type]
-            else:
-                rect_pixels(name, region, camera)  # type: ignore[arg-type]
+            if enabled and region is not None:
+                rect_pixels(name, region, camera)
+        except RegionError as exc:
+            problems.append(str(exc))
+    if config.stop_region.enabled:
+        try:
+            stop_geometry(config.stop_region, config.camera, camera)
         except RegionError as exc:
             problems.append(str(exc))
     return problems
+
+
+def region_warnings(config: MonitorsConfig) -> list[str]:
+    """What the region checks cannot say (never a silent OK): a stop rectangle without the ground it must cover."""
+    stop = config.stop_region
+    if stop.enabled and stop.rule == "region" and stop.corridor is None:
+        return ["stop_region.region: no stop_region.corridor states the ground it must cover, so whether it reaches "
+                "a pedestrian in the ego's path on this camera is not checked (docs/monitors.md, Coverage)"]
+    return []
 
 
 class MonitorSuiteError(PerceptionSafetyError):
@@ -175,4 +183,7 @@ class RegionCheck:
         if self.problems:
             return Level.ERROR, "configuration error: " + "; ".join(self.problems), values
         assert self.camera is not None
+        warnings = region_warnings(self.suite.config)
+        if warnings:
+            return Level.WARN, f"regions fit the {self.camera.describe()}; " + "; ".join(warnings), values
         return Level.OK, f"regions fit the {self.camera.describe()}", values

@@ -217,8 +217,9 @@ def draw_overlay(
         cv2.polylines(img, [poly], True, WARNING_FILL, thick, cv2.LINE_8)
     if "danger" in outlines:
         cv2.polylines(img, [np.round(outlines["danger"]).astype(np.int32)], True, DANGER, thick, cv2.LINE_8)
-    if "stop" in outlines:
-        cv2.polylines(img, [np.round(outlines["stop"]).astype(np.int32)], True, STOP, thick, cv2.LINE_8)
+    for key in ("stop", "stop_corridor"):
+        if key in outlines and len(outlines[key]):
+            cv2.polylines(img, [np.round(outlines[key]).astype(np.int32)], True, STOP, thick, cv2.LINE_8)
     from perception_safety.core.labels import LabelMatcher
 
     watched = LabelMatcher(config.plausibility.watched_classes + config.stop_region.watched_classes)

@@ -51,7 +51,12 @@ def test_composite_is_or_of_members_with_prefixed_reasons() -> None:
 def test_shipped_config_is_the_paper_defaults() -> None:
     cfg = load_model(REPO / "config" / "monitors.yaml", MonitorsConfig, "monitors")
     default = MonitorsConfig()
-    assert cfg.plausibility == default.plausibility and cfg.stop_region == default.stop_region
+    assert cfg.plausibility == default.plausibility
+    # the paper's rectangle, plus the ground corridor it stops for too (rule: either) on the demo camera's mounting
+    assert cfg.stop_region.model_copy(update={"rule": "region", "corridor": None}) == default.stop_region
+    assert cfg.stop_region.rule == "either" and cfg.camera.height_m == 1.6 and cfg.camera.pitch_deg == 0.0
+    c = cfg.stop_region.corridor
+    assert c is not None and (c.half_width_m, c.near_m, c.far_m, c.braking) == (1.5, 0.0, 25.0, None)
     assert cfg.contrast.model_copy(update={"threshold": None}) == default.contrast
     assert cfg.contrast.effective_threshold == 1580.0
     # the paper's pixel rectangles (DESIGN.md), shipped as fractions: exactly its pixels on its 1280x720 camera

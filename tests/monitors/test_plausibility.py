@@ -84,7 +84,7 @@ def test_ghost_beside_a_tracked_pedestrian_still_alarms() -> None:
 
 
 def test_jump_faster_than_bound_is_flagged() -> None:
-    cfg = PlausibilityConfig(max_jump_px_per_frame=30.0, association_distance_px=100.0)
+    cfg = PlausibilityConfig(max_jump_px_per_frame=30.0, association_distance_px=100.0, px_image_size=(1280, 720))
     mon = PlausibilityMonitor(cfg)
     mon.update(_frame(0, _ped(300)))
     assert not mon.update(_frame(1, _ped(320))).alarm  # 20 px/frame
@@ -136,3 +136,44 @@ def test_plausibility_work_per_frame_is_bounded():
         assert len(r.reasons) <= MAX_REASONS + 2
         assert any("3000 watched detections: judged the 64 highest-scoring" in x for x in r.reasons)
     assert r.level >= 1
+
+
+def test_pixel_distances_are_the_papers_on_1280x720_and_scale_with_the_image_width() -> None:
+    """Defaults: 40, 80, 50 and 2 px on the paper's 1280-px-wide camera, exactly; on a 640x480 camera half of each
+    (the same angles with the same horizontal field of view), on 1920x1080 one and a half."""
+    from perception_safety.monitors.regions.resolve import CameraInUse
+
+    mon = PlausibilityMonitor()
+    paper = mon.regions.get(CameraInUse((1280, 720)))
+    assert (paper.gate, paper.jump, paper.tolerance) == (80.0, 50.0, 2.0)
+    assert paper.warning == (274 - 40.0, 468 - 40.0, 1007 + 40.0, 720 + 40.0)
+    vga = mon.regions.get(CameraInUse((640, 480)))
+    assert (vga.gate, vga.jump, vga.tolerance) == (40.0, 25.0, 1.0)
+    assert vga.warning[0] == 0.2140625 * 640 - 20.0
+    hd = mon.regions.get(CameraInUse((1920, 1080)))
+    assert (hd.gate, hd.jump, hd.tolerance) == (120.0, 75.0, 3.0)
+
+
+def test_the_same_motion_is_a_jump_on_a_smaller_image() -> None:
+    """30 px/frame is within the 50 px bound at 1280 px width, but on a 640-px image it is 60 px/frame of the paper's
+    camera: beyond the scaled 25 px bound."""
+    vga = Intrinsics.from_fov(640, 480, 90.0)
+
+    def run(camera: Intrinsics) -> list:
+        mon = PlausibilityMonitor()
+        return [mon.update(Frame(k, detections=(Detection(Box(*_ped(150 + 30 * k, 400)), "person", 0.9),),
+                                 camera=camera)) for k in range(3)]
+
+    assert not any(r.values["jumps"] for r in run(CAMERA))
+    small = run(vga)
+    assert small[1].values["jumps"] == 1.0 and small[1].reasons == ("person jumped 30.0 px/frame (bound 25)",)
+
+
+def test_pixel_distances_need_the_image_they_were_chosen_for() -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=r"max_jump_px_per_frame need px_image_size: \[width, height\]"):
+        PlausibilityConfig.model_validate({"max_jump_px_per_frame": 30.0})
+    cfg = PlausibilityConfig.model_validate({"max_jump_px_per_frame": 30.0, "px_image_size": [640, 480]})
+    assert cfg.pixel_scale(640) == 1.0 and cfg.pixel_scale(1280) == 2.0

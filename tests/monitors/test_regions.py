@@ -33,8 +33,11 @@ def test_forms_refuse_ambiguous_or_impossible_regions():
         CameraMount.model_validate({"intrinsics": {"fx": 1, "fy": 1, "cx": 0, "cy": 0}})
     with pytest.raises(ValidationError, match="rule: corridor needs a corridor"):
         MonitorsConfig.model_validate({"stop_region": {"rule": "corridor"}})
-    with pytest.raises(ValidationError, match="a corridor is given but rule is 'region'"):
-        MonitorsConfig.model_validate({"stop_region": {"corridor": {"half_width_m": 1, "far_m": 9}}})
+    with pytest.raises(ValidationError, match="rule: either needs a corridor"):
+        MonitorsConfig.model_validate({"stop_region": {"rule": "either"}})
+    # with rule: region a corridor is the ground the rectangle must cover (checked against the camera)
+    cfg = MonitorsConfig.model_validate({"stop_region": {"corridor": {"half_width_m": 1, "far_m": 9}}})
+    assert cfg.stop_region.uses_region and not cfg.stop_region.uses_corridor
 
 
 def test_fractions_scale_with_the_image_and_pixels_need_their_size():

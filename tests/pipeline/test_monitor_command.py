@@ -47,22 +47,25 @@ def _run(args, capsys):
     return code, out.out, out.err
 
 
-def test_shipped_config_stops_where_the_fraction_region_says(kitti_bag, tmp_path, capsys):
+def test_shipped_config_stops_where_the_fraction_region_or_the_corridor_says(kitti_bag, tmp_path, capsys):
     code, out, err = _run([kitti_bag, "--config", "config/monitors.yaml", "--out", tmp_path / "o"], capsys)
     assert code == 0, err
     lines = [json.loads(x) for x in (tmp_path / "o" / "verdicts.jsonl").read_text().splitlines()]
-    # by hand (tests/monitors/test_real_camera.py): only 8.4 m ahead stops (both lateral positions), 25 m does not
-    # reach the rectangle's top row 243.75 (foot row 220.5), nor 35 or 40 m; 6 m left is outside its columns
-    assert [x["stop"] for x in lines] == [False, False, True, True, False, False, False]
+    # by hand (tests/monitors/test_real_camera.py): 8.4 m ahead stops (both lateral positions: the rectangle), 25 m
+    # does not reach the rectangle's top row 243.75 (foot row 220.5) but stands in the 25 m corridor (placed with the
+    # shipped 1.6 m mounting: the foot back-projects to 25 * 1.6 / 1.65 = 24.2 m, 1.16 m left); 35 and 40 m are
+    # beyond both, 6 m left is outside both
+    assert [x["stop"] for x in lines] == [False, False, True, True, True, False, False]
     assert set(lines[0]) >= {"stamp_ns", "level", "stop", "alarms", "reasons"}
     # each frame's pedestrian stands somewhere else: the plausibility monitor sees it pop up in the danger region
     assert lines[2]["alarms"] == ["plausibility", "stop_region"] and lines[2]["level"] == "ERROR"
     assert "stop_region: Pedestrian box overlaps the stop region" in lines[2]["reasons"]
     assert lines[1] == {**lines[1], "alarms": [], "level": "OK", "stop": False}
     summary = json.loads((tmp_path / "o" / "summary.json").read_text())
-    assert summary["total"]["frames"] == 7 and summary["total"]["stops"] == 2 and summary["complete"] is True
-    assert summary["total"]["per_monitor"]["stop_region"]["alarms"] == 2
-    assert "7 frames judged: alarm on 2, stop on 2" in out
+    assert summary["total"]["frames"] == 7 and summary["total"]["stops"] == 3 and summary["complete"] is True
+    assert summary["total"]["per_monitor"]["stop_region"]["alarms"] == 3
+    assert "stop_region: Pedestrian box stands in the ground corridor" in lines[4]["reasons"]
+    assert "7 frames judged: alarm on 3, stop on 3" in out
     assert "warning: detections" not in out  # every label (Pedestrian) is watched by the @pedestrians preset
 
 

@@ -43,7 +43,8 @@ def _frames(n: int = 36):
 def _params_doc():
     monitors = {
         "plausibility": {"danger_region": {**DANGER, "image_size": [W, H]},
-                         "warning_region": {**WARNING, "image_size": [W, H]}, "max_jump_px_per_frame": 5.0},
+                         "warning_region": {**WARNING, "image_size": [W, H]}, "max_jump_px_per_frame": 5.0,
+                         "px_image_size": [W, H]},
         "stop_region": {"region": {**WARNING, "image_size": [W, H]}},
         "contrast": {"threshold": 1580.0},
     }

@@ -34,6 +34,8 @@ def test_oversized_detection_message_is_rejected_and_reported(ros_client, ros_to
     doc = yaml.safe_load((ros_tools.root / "config" / "safety_monitor.yaml").read_text())
     p = doc["safety_monitor"]["ros__parameters"]
     p.update(diagnostics_period_s=0.2)
+    p["monitors"]["stop_region"] = {**{k: v for k, v in p["monitors"]["stop_region"].items() if k != "corridor"},
+                                    "rule": "region"}  # no mounting here: the paper's rule alone
     p["qos"]["reliable_inputs"] = True
     p["limits"]["max_detections"] = 500
     params = tmp_path / "params.yaml"

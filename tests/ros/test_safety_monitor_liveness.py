@@ -34,6 +34,8 @@ def test_unpaired_inputs_warn_then_error_and_request_a_stop(ros_client, ros_tool
     doc = yaml.safe_load((ros_tools.root / "config" / "safety_monitor.yaml").read_text())
     p = doc["safety_monitor"]["ros__parameters"]
     p.update(stale_timeout_s=0.6, diagnostics_period_s=0.1)
+    p["monitors"]["stop_region"] = {**{k: v for k, v in p["monitors"]["stop_region"].items() if k != "corridor"},
+                                    "rule": "region"}  # no mounting here: the paper's rule alone
     p["liveness"]["error_after_s"] = 1.2
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({name: doc["safety_monitor"]}))

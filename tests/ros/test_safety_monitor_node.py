@@ -26,6 +26,10 @@ def _params(tmp_path, ros_tools, node_name="safety_monitor", **overrides):
     p["monitors"]["plausibility"]["danger_region"] = {**DANGER, "image_size": [W, H]}
     p["monitors"]["plausibility"]["warning_region"] = {**WARNING, "image_size": [W, H]}
     p["monitors"]["stop_region"]["region"] = {**WARNING, "image_size": [W, H]}
+    # the paper's rule alone (the shipped corridor needs a mounting and a camera model these tests do not give;
+    # the refusal is tested in test_safety_monitor_regions.py)
+    p["monitors"]["stop_region"] = {**{k: v for k, v in p["monitors"]["stop_region"].items() if k != "corridor"},
+                                    "rule": "region"}
     p.update(stale_timeout_s=0.8, diagnostics_period_s=0.2)
     # these tests count the stops of frames; silence between them is not what they test (the default, a stop on
     # silence while the vehicle may be moving, is tested in test_safety_monitor_silence.py)

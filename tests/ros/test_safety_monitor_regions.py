@@ -30,8 +30,8 @@ def _start(ros_client, ros_tools, tmp, name, monitors, topics=None, **params):
     p["qos"]["reliable_inputs"] = True
     p["diagnostics_period_s"] = 0.2
     p.update(params)
-    for key, value in monitors.items():
-        p["monitors"][key] = {**p["monitors"].get(key, {}), **value}
+    for key, value in monitors.items():  # None: the key is dropped (ROS parameters have no null)
+        p["monitors"][key] = {k: v for k, v in {**p["monitors"].get(key, {}), **value}.items() if v is not None}
     path = tmp / f"{name}.yaml"
     path.write_text(yaml.safe_dump({name: doc}))
     proc = ros_tools.NodeProcess("safety_monitor", name, path, None, tmp)
@@ -86,7 +86,8 @@ def test_pixel_region_on_another_camera_is_an_error_with_stop_requests_until_the
     from perception_safety.ros.convert import stamp_to_ns
 
     name = "regions_px"
-    proc, pubs, out = _start(ros_client, ros_tools, tmp_path, name, {"stop_region": {"region": dict(WARNING)}})
+    proc, pubs, out = _start(ros_client, ros_tools, tmp_path, name,
+                             {"stop_region": {"region": dict(WARNING), "rule": "region", "corridor": None}})
     assert _regions_status(out, name, ros_tools, b"\x03").message.startswith("no camera seen yet")  # STALE, not OK
 
     pubs["info"].publish(_info(1, 64, 48, (40.0, 40.0, 32.0, 24.0)))
@@ -105,10 +106,12 @@ def test_pixel_region_on_another_camera_is_an_error_with_stop_requests_until_the
     assert {kv.key: kv.value for kv in res["stop_request"].values}["alarm"] == "true"
     assert proc.alive(), proc.output()
 
-    # the camera it was drawn for: valid again, a quiet frame drives on
+    # the camera it was drawn for: valid again, a quiet frame drives on; which ground the rectangle covers is not
+    # stated (no corridor), so the status says so (WARN), never a plain OK
     pubs["info"].publish(_info(3, W, H, None))
-    st = _regions_status(out, name, ros_tools, b"\x00")
-    assert st.message == "regions fit the 128x72 image (no camera model)"
+    st = _regions_status(out, name, ros_tools, b"\x01")
+    assert st.message.startswith("regions fit the 128x72 image (no camera model); stop_region.region: no "
+                                 "stop_region.corridor states the ground it must cover"), st.message
     time.sleep(0.3)
     n = len(out["stop"])
     _frame(pubs, 4_000_000_000, (W, H), far_car)
@@ -169,4 +172,53 @@ def test_braking_corridor_takes_the_ego_speed_from_odometry(ros_client, ros_tool
         values = {kv.key: kv.value for kv in res["stop_region"].values}
         verdicts[x] = (values["alarm"], float(values["corridor_far_m"]))
     assert verdicts == {10.0: ("true", 12.0), 25.0: ("false", 12.0)}
+    assert proc.stop(signal.SIGINT) == 0, proc.output()
+
+
+def test_shipped_live_config_refuses_a_4_3_camera_by_name_until_mounted_then_stops(
+        ros_client, ros_tools, tmp_path, camera_scenes):
+    """Issue 23 "Done when", online: the shipped config/safety_monitor.yaml (only topics and QoS changed) on a 4:3
+    camera. Its mounting is unknown: ERROR naming the corridor, the key and the image size, stop requests, the node
+    alive. Given the mounting at run time, a pedestrian 20 m ahead in the lane (beyond the paper's rectangle, which
+    reaches 7.1 m on this camera) stops the car through the corridor; the rectangle alone (rule: region) is refused
+    because it does not cover the corridor."""
+    from perception_safety.ros.convert import stamp_to_ns
+
+    cam = next(c for c in camera_scenes.CAMERAS if c.name == "vga_4_3")
+    name = "regions_live"
+    proc, pubs, out = _start(ros_client, ros_tools, tmp_path, name, {})
+    pubs["info"].publish(_info(1, cam.width, cam.height, (cam.fx, cam.fy, cam.cx, cam.cy)))
+    st = _regions_status(out, name, ros_tools, b"\x02")
+    assert st.message.startswith("configuration error: stop_region.corridor: a metric ground corridor |y| <= 1.5 m, "
+                                 "x from 0 m to 25 m needs the camera's mounting height (monitors.camera.height_m) for "
+                                 "the 640x480 image"), st.message
+    assert ros_tools.wait_until(lambda: any(m.data for m in out["stop"]), timeout=10)  # before any frame
+
+    def judged(stamp: int, x: float):
+        frame = cam.frame(stamp, x, 0.0)
+        _frame(pubs, stamp, (cam.width, cam.height), frame.detections)
+        assert ros_tools.wait_until(lambda: any(stamp_to_ns(a.header.stamp) == stamp for a in out["results"]),
+                                    timeout=10), proc.output()
+        return {s.name: s for a in out["results"] if stamp_to_ns(a.header.stamp) == stamp for s in a.status}
+
+    res = judged(2_000_000_000, 8.0)
+    assert res["stop_region"].level == b"\x02" and "configuration error: stop_region.corridor" in res[
+        "stop_region"].message
+    assert {kv.key: kv.value for kv in res["stop_request"].values}["alarm"] == "true"
+    assert proc.alive(), proc.output()
+
+    assert ros_tools.set_parameter(ros_client, name, "monitors.camera.height_m", cam.height_m).successful
+    st = _regions_status(out, name, ros_tools, b"\x00")
+    assert st.message == "regions fit the 640x480 image", st.message
+    res = judged(3_000_000_000, 20.0)
+    assert res["stop_region"].level == b"\x01" and "person box stands in the ground corridor" in res[
+        "stop_region"].message
+    assert {kv.key: kv.value for kv in res["stop_request"].values}["alarm"] == "true"
+
+    assert ros_tools.set_parameter(ros_client, name, "monitors.stop_region.rule", "region").successful
+    st = _regions_status(out, name, ros_tools, b"\x02")
+    assert ("stop_region.region: fraction (0.214062, 0.65, 0.572656, 0.35) does not cover stop_region.corridor "
+            "(ground corridor |y| <= 1.5 m, x from 0 m to 25 m) on the 640x480 image (camera 1.6 m high, pitch 0 deg): "
+            "it reaches only 7.1 m ahead") in st.message, st.message
+    assert proc.alive(), proc.output()
     assert proc.stop(signal.SIGINT) == 0, proc.output()

@@ -17,6 +17,8 @@ def _params(tmp_path, ros_tools, name):
     doc = yaml.safe_load((ros_tools.root / "config" / "safety_monitor.yaml").read_text())
     p = doc["safety_monitor"]["ros__parameters"]
     p.update(diagnostics_period_s=0.05)
+    p["monitors"]["stop_region"] = {**{k: v for k, v in p["monitors"]["stop_region"].items() if k != "corridor"},
+                                    "rule": "region"}  # no mounting here: the paper's rule alone
     p["qos"]["reliable_inputs"] = True
     p["qos"]["input_depth"] = 50
     path = tmp_path / f"{name}.yaml"

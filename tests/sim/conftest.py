@@ -35,6 +35,7 @@ TINY_MONITORS = {
             "nearby_margin_px": 10.0,
             "association_distance_px": 15.0,
             "max_jump_px_per_frame": 40.0,
+            "px_image_size": [320, 180],
         },
         "stop_region": {"region": _region(274, 468, 733, 252)},
     }

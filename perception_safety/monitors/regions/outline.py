@@ -15,8 +15,9 @@ def _rect_polygon(rect: tuple[float, float, float, float]) -> np.ndarray:
 
 def region_outlines(config: MonitorsConfig, camera: CameraInUse,
                     speed_mps: float | None = None) -> tuple[dict[str, np.ndarray], list[str]]:
-    """``{"warning" | "danger" | "stop": polygon (n, 2)}`` of the enabled regions that fit the camera, and one message
-    per region that does not (`RegionError`)."""
+    """``{"warning" | "danger" | "stop" | "stop_corridor": polygon (n, 2)}`` of the enabled regions that fit the
+    camera (``stop``: the stop rule's rectangle, or its corridor under ``rule: corridor``; ``stop_corridor``: the
+    corridor beside the rectangle under ``rule: either``), and one message per region that does not (`RegionError`)."""
     out: dict[str, np.ndarray] = {}
     problems: list[str] = []
     wanted = []
@@ -24,16 +25,17 @@ def region_outlines(config: MonitorsConfig, camera: CameraInUse,
         wanted += [("warning", "plausibility.warning_region", config.plausibility.warning_region),
                    ("danger", "plausibility.danger_region", config.plausibility.danger_region)]
     stop = config.stop_region
-    if stop.enabled and stop.rule == "region":
+    if stop.enabled and stop.uses_region:
         wanted.append(("stop", "stop_region.region", stop.region))
     for key, name, region in wanted:
         try:
             out[key] = _rect_polygon(rect_pixels(name, region, camera))
         except RegionError as exc:
             problems.append(str(exc))
-    if stop.enabled and stop.rule == "corridor" and stop.corridor is not None:
+    if stop.enabled and stop.uses_corridor and stop.corridor is not None:
         try:
-            out["stop"] = corridor_for("stop_region.corridor", stop.corridor, camera, config.camera).outline(speed_mps)
+            key = "stop" if stop.rule == "corridor" else "stop_corridor"
+            out[key] = corridor_for("stop_region.corridor", stop.corridor, camera, config.camera).outline(speed_mps)
         except RegionError as exc:
             problems.append(str(exc))
     return out, problems

@@ -121,21 +121,36 @@ class Corridor:
         return clip_polygon(np.stack([u, v], axis=1), float(k.width), float(k.height))
 
 
-def corridor_for(name: str, spec: GroundCorridor, camera: CameraInUse, mount: CameraMount) -> Corridor:
-    """The corridor projected with the camera in use; `RegionError` without a camera model or when it misses the
-    image (at its configured ``far_m``)."""
+def ground_camera(name: str, subject: str, camera: CameraInUse, mount: CameraMount) -> GroundCamera:
+    """The camera in use on flat ground; `RegionError` (``name: subject needs ...``) without intrinsics or height."""
     w, h = camera.size
     if camera.intrinsics is None:
-        raise RegionError(f"{name}: a metric {spec.describe()} needs the camera model, but the {w}x{h} image has "
-                          "no CameraInfo (and monitors.camera.intrinsics is not set for this size)")
+        raise RegionError(f"{name}: {subject} needs the camera model, but the {w}x{h} image has no CameraInfo (and "
+                          "monitors.camera.intrinsics is not set for this size)")
     if mount.height_m is None:
-        raise RegionError(f"{name}: a metric {spec.describe()} needs the camera's mounting height "
-                          f"(monitors.camera.height_m) for the {w}x{h} image")
-    geo = Corridor(spec, GroundCamera(camera.intrinsics, mount.height_m, math.radians(mount.pitch_deg)),
+        raise RegionError(f"{name}: {subject} needs the camera's mounting height (monitors.camera.height_m) for the "
+                          f"{w}x{h} image")
+    return GroundCamera(camera.intrinsics, mount.height_m, math.radians(mount.pitch_deg))
+
+
+def corridor_for(name: str, spec: GroundCorridor, camera: CameraInUse, mount: CameraMount,
+                 subject: str = "") -> Corridor:
+    """The corridor projected with the camera in use; `RegionError` without a camera model, when it misses the image
+    or when the camera does not see its far edge (at its configured ``far_m``)."""
+    w, h = camera.size
+    geo = Corridor(spec, ground_camera(name, subject or f"a metric {spec.describe()}", camera, mount),
                    mount.lateral_offset_m)
+    where = f"the {w}x{h} image (camera {mount.height_m:g} m high, pitch {mount.pitch_deg:g} deg)"
     if polygon_area(geo.outline(None)) <= 0.0:
-        raise RegionError(f"{name}: {spec.describe()} does not intersect the {w}x{h} image "
-                          f"(camera {mount.height_m:g} m high, pitch {mount.pitch_deg:g} deg)")
+        raise RegionError(f"{name}: {spec.describe()} does not intersect {where}")
+    y0 = -mount.lateral_offset_m
+    u, v, front = geo.camera.to_pixels(np.full(2, spec.far_m), np.array([y0 + spec.half_width_m,
+                                                                         y0 - spec.half_width_m]))
+    if not (front.all() and (u >= 0).all() and (u <= w).all() and (v >= 0).all() and (v <= h).all()):
+        top = geo.camera.to_ground(np.array([geo.camera.intrinsics.cx]), np.array([0.0]))[0][0]
+        sees = f"flat ground up to {top:.1f} m ahead" if math.isfinite(top) else "the horizon"
+        raise RegionError(f"{name}: {where} does not see the far edge of the {spec.describe()} at {spec.far_m:g} m "
+                          f"(its top row sees {sees}): a pedestrian there would not be judged")
     return geo
 
 

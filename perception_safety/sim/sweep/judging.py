@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
+from perception_safety.core.camera import Intrinsics
 from perception_safety.core.types import Frame
 from perception_safety.io.episode_log import EpisodeStep
 from perception_safety.monitors.composite import build_stop_rule
@@ -28,7 +30,9 @@ def judge(
     """Monitor, stop rule and planner for one rollout frame (``img``: the image the monitors see, ``payload``:
     its recorded JPEG); records the step; returns the next control."""
     t0 = time.perf_counter()
-    frame = Frame(o.stamp_ns, tuple(dets), o.ground_truth, o.ego, img, "camera", getattr(dets, "candidates", None))
+    cam = spec.scenario.camera  # the simulated camera's intrinsics (recorded as the bags' CameraInfo too)
+    frame = Frame(o.stamp_ns, tuple(dets), o.ground_truth, o.ego, img, "camera", getattr(dets, "candidates", None),
+                  camera=_intrinsics(cam.width, cam.height, cam.fov_deg))
     verdict = roll.monitor.evaluate(frame)
     stop_rule = _stop_rule(monitors)
     stop_result = stop_rule.update(frame)
@@ -72,6 +76,11 @@ def judge(
         roll.done, roll.end_reason = True, "horizon"
     return Control.BRAKE if roll.braking else Control.DRIVE
 
+
+
+@lru_cache(maxsize=8)
+def _intrinsics(width: int, height: int, fov_deg: float) -> Intrinsics:
+    return Intrinsics.from_fov(width, height, fov_deg)
 
 
 _STOP_RULES: dict[str, Any] = {}
