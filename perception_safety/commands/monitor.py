@@ -57,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
     from perception_safety.io.camera_file import camera_mount_with
     from perception_safety.io.paths import resolve_file
     from perception_safety.monitors.regions.resolve import RegionError
+    from perception_safety.monitors.suite import region_warnings
     from perception_safety.pipeline.monitor import monitor_bag, summary_doc, write_outputs
 
     config = resolve_file(args.config, "--config")
@@ -71,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
             parts.append(monitor_bag(bag, settings, report))
         except RegionError as exc:
             raise RegionError(f"{bag}: monitor regions do not fit the camera: {exc}") from exc
-    warnings = [line for line in report.summary_lines()[1:]]
+    warnings = [line for line in report.summary_lines()[1:]] + region_warnings(settings.monitors)
     warnings += [f"{p.bag}: {p.unpaired} detections message(s) without an image of the same stamp: not judged (the "
                  "node would not pair them)" for p in parts if p.unpaired]
     labels: dict[str, int] = {}

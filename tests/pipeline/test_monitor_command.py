@@ -156,3 +156,14 @@ def test_braking_corridor_uses_the_recorded_odometry_when_the_node_params_name_i
         assert code == 0, err
         stops[odometry] = [json.loads(x)["stop"] for x in (out / "verdicts.jsonl").read_text().splitlines()]
     assert stops == {"/ego/odometry": [True, False], "": [True, True]}
+
+
+def test_a_stop_rectangle_without_its_corridor_is_judged_with_a_warning(kitti_bag, tmp_path, capsys):
+    """The paper's rule alone, with no ground corridor to check it against: judged, but never a silent OK."""
+    cfg = _write(tmp_path, "m.yaml", "monitors:\n  stop_region: {rule: region}\n")
+    code, _, err = _run([kitti_bag, "--config", cfg, "--out", tmp_path / "o"], capsys)
+    assert code == 0, err
+    assert ("warning: stop_region.region: no stop_region.corridor states the ground it must cover, so whether it "
+            "reaches a pedestrian in the ego's path on this camera is not checked") in err
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert any(w.startswith("stop_region.region: no stop_region.corridor") for w in summary["warnings"])
