@@ -24,8 +24,8 @@ from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.subset import select_frames, select_objects
 from perception_safety.evaluation.confusion.types import DistanceConfusion
-from perception_safety.evaluation.pcd.samples import samples_from_frames
-from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.evaluation.pcd.samples import PCDSamples, samples_from_frames
+from perception_safety.pipeline.evaluate_config import EvaluateConfig, PCDTarget
 
 SPEED_BAND = "ego_speed_band"
 SIZE_BAND = "object_size_band"
@@ -34,28 +34,70 @@ PER_FRAME = {SPEED_BAND: "speed_bands", SIZE_BAND: "size_bands"}
 UNKNOWN = "unknown"
 
 
+def _is_target(g: Any, t: PCDTarget) -> bool:
+    """The sample filter of `samples_from_frames` (class and track)."""
+    return (t.class_id is None or g.class_id == t.class_id) and (t.track_id is None or g.track_id == t.track_id)
+
+
+def _samples(frames: Sequence[Frame], t: PCDTarget, cfg: EvaluateConfig, source: str) -> PCDSamples:
+    """`samples_from_frames` of the frames that hold a target object (the others give no sample; with input
+    ``raw`` every frame is passed, so a frame without candidates is still the error it is there)."""
+    if cfg.pcd.samples.input != "raw":
+        frames = [f for f in frames if any(_is_target(g, t) for g in f.ground_truth)]
+    return samples_from_frames(frames, t.class_id, t.track_id, t.iou_threshold, t.class_aware, source,
+                               cfg.pcd.samples.input, cfg.pcd.bootstrap.unit)  # fmt: skip
+
+
+def _samples_json(s: PCDSamples) -> dict[str, Any]:
+    return {
+        "x": s.x.tolist(),
+        "y": s.y.tolist(),
+        "missed": s.missed.tolist(),
+        "group": [str(g) for g in s.group] if s.group is not None else None,
+        "input": s.input,
+    }
+
+
 def pcd_parts(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> dict[str, Any]:
     """PCD samples per target of a set of frames, as JSON."""
-    out: dict[str, Any] = {}
-    for t in cfg.evaluate.pcd_targets:
-        s = samples_from_frames(
-            frames,
-            t.class_id,
-            t.track_id,
-            t.iou_threshold,
-            t.class_aware,
-            source,
-            cfg.pcd.samples.input,
-            cfg.pcd.bootstrap.unit,
-        )
-        out[t.name] = {
-            "x": s.x.tolist(),
-            "y": s.y.tolist(),
-            "missed": s.missed.tolist(),
-            "group": [str(g) for g in s.group] if s.group is not None else None,
-            "input": s.input,
-        }
-    return out
+    return {t.name: _samples_json(_samples(frames, t, cfg, source)) for t in cfg.evaluate.pcd_targets}
+
+
+@dataclass(frozen=True)
+class FrameSamples:
+    """One target's samples of an episode's frames and the frame each came from: the samples of any subset of
+    the frames are a selection of them (`for_frames`), so a band costs no second extraction."""
+
+    samples: PCDSamples
+    frame: np.ndarray
+    """Index (into the frames) of each sample's frame."""
+    raw: np.ndarray
+    """Whether each sample came from recorded candidates (input ``raw``) or the thresholded detections."""
+    requested: str
+
+    @classmethod
+    def of(cls, frames: Sequence[Frame], t: PCDTarget, cfg: EvaluateConfig, source: str) -> FrameSamples:
+        s = _samples(frames, t, cfg, source)
+        # the extraction's order before its stable sort by distance: frame by frame, each frame's targets in order
+        mode = cfg.pcd.samples.input
+        rows = [(float(g.distance), i, mode == "raw" or (mode == "auto" and f.candidates is not None))
+                for i, f in enumerate(frames) for g in f.ground_truth if _is_target(g, t)]  # fmt: skip
+        x = np.asarray([r[0] for r in rows], dtype=float)
+        order = np.argsort(x, kind="stable")
+        frame = np.asarray([r[1] for r in rows], dtype=np.int64)[order]
+        raw = np.asarray([r[2] for r in rows], dtype=bool)[order]
+        assert np.array_equal(x[order], s.x), "PCD samples out of step with their frames"
+        return cls(s, frame, raw, mode)
+
+    def for_frames(self, frame_mask: np.ndarray) -> dict[str, Any]:
+        """The JSON part `pcd_parts` gives for the frames selected by ``frame_mask``."""
+        keep = np.asarray(frame_mask, dtype=bool)[self.frame]
+        s = self.samples
+        used = set(self.raw[keep].tolist())
+        kind = "mixed" if len(used) == 2 else (
+            ("raw" if used.pop() else "thresholded") if used else ("raw" if self.requested == "raw" else "thresholded"))
+        group = None if s.group is None else s.group[keep]
+        return _samples_json(PCDSamples(s.x[keep], s.y[keep], s.missed[keep], s.source, group, kind))
 
 
 def counts_json(dc: DistanceConfusion) -> dict[str, Any]:
@@ -86,15 +128,21 @@ def confusion_part(batch: FrameBatch, cfg: EvaluateConfig, source: str) -> dict[
 
 
 def band_parts(
-    frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str, frame_mask: np.ndarray
+    frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str, frame_mask: np.ndarray,
+    samples: Sequence[FrameSamples] = (),
 ) -> dict[str, Any]:
-    """The per-frame analyses of the frames selected by ``frame_mask``: confusion (from the batch) and PCD."""
+    """The per-frame analyses of the frames selected by ``frame_mask``: confusion (from the batch) and PCD (a
+    selection of ``samples``, the episode's samples per target, when given)."""
     analyses = set(cfg.evaluate.analyses)
     out: dict[str, Any] = {"frames": int(frame_mask.sum())}
     if batch is not None:
         out["confusion"] = confusion_part(select_frames(batch, frame_mask), cfg, source)
     if "pcd" in analyses:
-        out["pcd"] = pcd_parts([f for f, keep in zip(frames, frame_mask, strict=True) if keep], cfg, source)
+        if samples:
+            out["pcd"] = {t.name: s.for_frames(frame_mask) for t, s in zip(cfg.evaluate.pcd_targets, samples,
+                                                                          strict=True)}  # fmt: skip
+        else:
+            out["pcd"] = pcd_parts([f for f, keep in zip(frames, frame_mask, strict=True) if keep], cfg, source)
     return out
 
 
@@ -108,14 +156,21 @@ def speed_band(speed: float | None, edges: Sequence[float], unit: str = "m/s") -
     return f">= {edges[-1]:g} {unit}" if speed >= edges[-1] else UNKNOWN
 
 
+def episode_samples(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> list[FrameSamples]:
+    """Each PCD target's samples of an episode's frames, extracted once (pooled and every speed band select)."""
+    return [FrameSamples.of(frames, t, cfg, source) for t in cfg.evaluate.pcd_targets]
+
+
 def speed_band_parts(
-    frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str
+    frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str,
+    samples: Sequence[FrameSamples] = (),
 ) -> dict[str, Any]:
-    """The per-frame analyses per ego-speed band (bands in order of first appearance), each frame counted once."""
+    """The per-frame analyses per ego-speed band (bands in order of first appearance), each frame counted once
+    (``samples``: the episode's `episode_samples`, else extracted per band)."""
     edges = cfg.evaluate.speed_bands_mps
     names = [speed_band(f.ego.speed if f.ego is not None else None, edges) for f in frames]
     labels = np.asarray(names, dtype=object)
-    return {band: band_parts(frames, batch, cfg, source, labels == band) for band in dict.fromkeys(names)}
+    return {band: band_parts(frames, batch, cfg, source, labels == band, samples) for band in dict.fromkeys(names)}
 
 
 def _band_index(heights: np.ndarray, edges: Sequence[float]) -> np.ndarray:
@@ -138,6 +193,9 @@ def size_band_parts(
         return _band_index(np.array([b.box.y_max - b.box.y_min for b in boxes], dtype=float), edges)
 
     gt_band = [index(f.ground_truth) for f in frames]
+    targets, every = cfg.evaluate.pcd_targets, cfg.pcd.samples.input == "raw"  # raw: every frame (`_samples`)
+    gt_target = [np.array([every or any(_is_target(g, t) for t in targets) for g in f.ground_truth], dtype=bool)
+                 for f in frames]  # fmt: skip
     det_band = [index(f.detections) for f in frames]
     present = set(np.concatenate([*gt_band, *det_band, np.zeros(0, int)]).tolist())
     if batch is not None:
@@ -152,8 +210,8 @@ def size_band_parts(
         if batch is not None:
             part["confusion"] = confusion_part(select_objects(batch, gt_batch == k, det_batch == k), cfg, source)
         if "pcd" in analyses:
-            pairs = zip(frames, gt_band, strict=True)
-            kept = [_only_band(f, gb == k, name, edges) for f, gb in pairs if (gb == k).any()]
+            pairs = zip(frames, gt_band, gt_target, strict=True)
+            kept = [_only_band(f, gb == k, name, edges) for f, gb, tg in pairs if ((gb == k) & tg).any()]
             part["pcd"] = pcd_parts(kept, cfg, source)
         out[name] = part
     return out

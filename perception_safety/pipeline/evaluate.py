@@ -46,7 +46,7 @@ from perception_safety.pipeline.breakdowns import (
     SPEED_BAND,
     Group,
     confusion_part,
-    pcd_parts,
+    episode_samples,
     reduce_breakdowns,
     size_band_parts,
     speed_band_parts,
@@ -96,10 +96,12 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
         out["detection_ap_centre"] = centre_partial(
             frames, ep.episode, lambda label: names[i] if (i := mapper(label)) >= 0 else None
         )
-    if "pcd" in analyses:
-        out["pcd"] = pcd_parts(frames, cfg, source)
+    samples = episode_samples(frames, cfg, source) if "pcd" in analyses else []
+    if samples:
+        every = np.ones(len(frames), dtype=bool)
+        out["pcd"] = {t.name: s.for_frames(every) for t, s in zip(cfg.evaluate.pcd_targets, samples, strict=True)}
     if SPEED_BAND in cfg.evaluate.breakdowns:
-        out["speed_bands"] = speed_band_parts(frames, counted, cfg, source)
+        out["speed_bands"] = speed_band_parts(frames, counted, cfg, source, samples)
     if SIZE_BAND in cfg.evaluate.breakdowns:
         out["size_bands"] = size_band_parts(frames, counted, cfg, source)
     if "verification" in analyses and counted is not None:

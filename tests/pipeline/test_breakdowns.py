@@ -104,3 +104,32 @@ def test_object_size_band_counts_the_objects_of_each_height(tmp_path, capsys):
     assert bd["[0, 50) px"]["recall"]["ped"]["recall"] == 0.0
     assert bd[">= 100 px"]["recall"]["ped"]["recall"] == 1.0
     assert bd[">= 100 px"]["pcd"]["pedestrian"]["n"] == 40
+
+
+def test_band_samples_are_a_selection_of_the_episode_samples():
+    """The speed bands' PCD samples are selected from one extraction per episode (`FrameSamples`); they must equal
+    extracting the band's frames alone: order (ties in distance included), groups and the input kind (candidates
+    recorded on some frames only: mixed; on none: thresholded)."""
+    import numpy as np
+
+    from perception_safety.core import Detection
+    from perception_safety.pipeline.breakdowns import FrameSamples, pcd_parts
+
+    frames = scene_frames(80, 5)
+    frames = [Frame(f.stamp_ns, f.detections, tuple(g if i % 7 else type(g).at_position(g.box, g.class_id,
+              (10.0, 0.0, 0.0), g.track_id) for g in f.ground_truth), f.ego,  # equal distances: ties
+              candidates=(Detection(f.ground_truth[0].box, "pedestrian", 0.2),) if i % 3 == 0 else None)
+              for i, f in enumerate(frames)]  # fmt: skip
+    cfg, _ = load_evaluate_config(None)
+    cfg = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={"pcd_targets": [
+        *cfg.evaluate.pcd_targets, type(cfg.evaluate.pcd_targets[0])(name="car", class_id="car")]})})
+    rng = np.random.default_rng(0)
+    for mask in (np.ones(80, bool), rng.random(80) < 0.5, np.arange(80) % 3 == 0, np.arange(80) % 3 == 1,
+                 np.zeros(80, bool)):  # fmt: skip
+        chosen = [f for f, keep in zip(frames, mask, strict=True) if keep]
+        want = pcd_parts(chosen, cfg, "bag")
+        for t in cfg.evaluate.pcd_targets:
+            assert FrameSamples.of(frames, t, cfg, "bag").for_frames(mask) == want[t.name]
+    kinds = {pcd_parts([f for f, keep in zip(frames, m, strict=True) if keep], cfg, "bag")["pedestrian"]["input"]
+             for m in (np.ones(80, bool), np.arange(80) % 3 == 0, np.arange(80) % 3 == 1)}
+    assert kinds == {"mixed", "raw", "thresholded"}
