@@ -18,7 +18,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "placed on the camera of the frames (image size, the bag's CameraInfo, else --camera); a region that does "
         "not fit that camera is a configuration error (exit 2).",
     )
-    p.add_argument("bags", nargs="+", metavar="BAG", help="rosbag2 directories, or folders searched for them")
+    p.add_argument("bags", nargs="+", metavar="BAG", help="rosbag2 directories, folders searched for them, or JSON "
+                   "Lines datasets (.jsonl/.ndjson, as `convert` writes: detections only, judged as the node with "
+                   "use_image: false; give their camera with --camera)")
     p.add_argument("--config", default="config/monitors.yaml",
                    help="YAML with a 'monitors' section (config/monitors.yaml), or the node's ROS 2 params file "
                    "(config/safety_monitor.yaml: monitors, stop policy, topics and pairing as the node reads them)")
@@ -55,24 +57,36 @@ def run(args: argparse.Namespace) -> int:
     from perception_safety.core.labels import LabelMatcher, unmatched_warning
     from perception_safety.io.bag import BagReadReport, find_bags
     from perception_safety.io.camera_file import camera_mount_with
+    from perception_safety.io.dataset import DATASET_SUFFIXES, DatasetReadReport
     from perception_safety.io.paths import resolve_file
     from perception_safety.monitors.regions.resolve import RegionError
     from perception_safety.monitors.suite import region_warnings
-    from perception_safety.pipeline.monitor import monitor_bag, summary_doc, write_outputs
+    from perception_safety.pipeline.monitor import monitor_bag, monitor_dataset, summary_doc, write_outputs
 
     config = resolve_file(args.config, "--config")
     settings = _settings(config, args.node)
     if args.camera:
         mount = camera_mount_with(settings.monitors.camera, args.camera)
         settings = replace(settings, monitors=settings.monitors.model_copy(update={"camera": mount}))
-    report = BagReadReport()
+    report, dataset_report = BagReadReport(), DatasetReadReport()
+    datasets = [a for a in args.bags if Path(a).suffix in DATASET_SUFFIXES and Path(a).is_file()]
+    bags = [a for a in args.bags if a not in datasets]
     parts = []
-    for bag in find_bags(args.bags):
+    for bag in find_bags(bags) if bags else []:
         try:
             parts.append(monitor_bag(bag, settings, report))
         except RegionError as exc:
             raise RegionError(f"{bag}: monitor regions do not fit the camera: {exc}") from exc
+    for path in datasets:
+        try:
+            parts += monitor_dataset(path, settings, dataset_report)
+        except RegionError as exc:
+            raise RegionError(f"{path}: monitor regions do not fit the camera: {exc}") from exc
     warnings = [line for line in report.summary_lines()[1:]] + region_warnings(settings.monitors)
+    warnings += [f"{where}:{line}: skipped: {why}" for (where, line), why in sorted(dataset_report.skipped.items())]
+    if datasets:
+        warnings.append(f"{len(datasets)} JSON Lines dataset(s): no images, so the contrast monitor cannot judge "
+                        "their frames (STALE), as the node with use_image: false")
     warnings += [f"{p.bag}: {p.unpaired} detections message(s) without an image of the same stamp: not judged (the "
                  "node would not pair them)" for p in parts if p.unpaired]
     labels: dict[str, int] = {}

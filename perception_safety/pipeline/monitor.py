@@ -6,7 +6,8 @@ as the node would not pair it. The node reads no ground truth, so none is given 
 speed (a braking corridor's far edge) comes from the odometry of the same stamp when the node's params name an
 odometry topic (online: the latest odometry, at most ``silence.odometry_timeout_s`` old). Each bag is one
 episode: the monitors start fresh. Per-frame verdicts and the summary are written by `write_outputs`;
-`monitor_bag` is the per-bag step a shared per-bag pass can call.
+`monitor_bag` is the per-bag step a shared per-bag pass can call; `monitor_dataset` judges a JSON Lines dataset's
+frames (detections only) the same way.
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from perception_safety.core.types import Frame
 from perception_safety.io.bag import BagReadReport, BagTopics, read_frames
+from perception_safety.io.dataset import DatasetReadReport, read_jsonl_frames
 from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.monitors.suite import MonitorSuite
 from perception_safety.monitors.verdicts import FrameVerdict, VerdictSummary, judge_frames
@@ -76,6 +79,32 @@ def monitor_bag(bag: str | Path, settings: MonitorSettings, report: BagReadRepor
         out.verdicts.append(verdict)
         out.summary.add(verdict)
     return out
+
+
+def monitor_dataset(path: str | Path, settings: MonitorSettings,
+                    report: DatasetReadReport | None = None) -> list[BagVerdicts]:
+    """The node's verdicts on a JSON Lines dataset (`io.dataset`), one part per ``episode`` key, each starting fresh.
+
+    A dataset carries boxes but no image and no CameraInfo: it is judged as the node runs with ``use_image: false``
+    (the contrast monitor reports STALE), on the camera of ``monitors.camera`` (``--camera``); without one the
+    regions cannot be placed (`RegionError`). Unreadable lines are skipped and counted in ``report``."""
+    episodes: dict[str, list[Frame]] = {}
+    keep_ego = bool(settings.odometry_topic)
+    for frame in read_jsonl_frames(path, skip_bad=True, report=report):
+        episodes.setdefault(frame.episode, []).append(
+            replace(frame, ground_truth=(), candidates=None, ego=frame.ego if keep_ego else None))
+    parts = []
+    for episode, frames in episodes.items():
+        part = BagVerdicts(f"{path}#{episode}" if episode else str(path))
+        for f in frames:
+            for d in f.detections:
+                part.labels[d.class_id] = part.labels.get(d.class_id, 0) + 1
+        suite = MonitorSuite(settings.monitors)
+        for verdict in judge_frames(frames, suite, settings.fail_safe_stop, settings.stop_on_monitor_alarm):
+            part.verdicts.append(verdict)
+            part.summary.add(verdict)
+        parts.append(part)
+    return parts
 
 
 def total(parts: Sequence[BagVerdicts]) -> VerdictSummary:

@@ -53,3 +53,36 @@ def test_shipped_config_stops_on_every_lane_pedestrian_or_exits_2_naming_it(came
         assert line["stop"] and "stop_region" in line["alarms"], (camera, x, y, line)
     far = [line for line, (x, _) in zip(lines, camera_scenes.LANE_PEDESTRIANS, strict=True) if x == 20.0]
     assert all("stop_region: person box stands in the ground corridor" in line["reasons"] for line in far)
+
+
+def test_a_json_lines_dataset_is_judged_on_the_camera_given_with_camera(camera_scenes, tmp_path, capsys):
+    """A dataset (boxes, no image, no CameraInfo) of the 4:3 camera: with its calibration file every lane pedestrian
+    stops the car; with only its size the corridor has no camera model, and without any camera nothing can be placed:
+    both refused by name (exit 2)."""
+    from dataclasses import replace
+
+    from perception_safety.io.dataset import write_jsonl_frames
+
+    cam = next(c for c in camera_scenes.CAMERAS if c.name == "vga_4_3")
+    frames = [replace(cam.frame(1_000_000_000 + 50_000_000 * i, x, y), image=None, camera=None, episode="drive1")
+              for i, (x, y) in enumerate(camera_scenes.LANE_PEDESTRIANS)]
+    data = tmp_path / "vga.jsonl"
+    write_jsonl_frames(data, frames)
+    calib = tmp_path / "vga.yaml"
+    calib.write_text(f"image_width: 640\nimage_height: 480\ncamera_matrix: {{rows: 3, cols: 3, data: [{cam.fx}, 0, "
+                     f"{cam.cx}, 0, {cam.fy}, {cam.cy}, 0, 0, 1]}}\n")
+    out = tmp_path / "o"
+    code = main(["monitor", str(data), "--config", "config/monitors.yaml", "--camera", str(calib), "--out", str(out)])
+    text = capsys.readouterr()
+    assert code == 0, text.err
+    lines = [json.loads(x) for x in (out / "verdicts.jsonl").read_text().splitlines()]
+    assert [x["stop"] for x in lines] == [True] * 4 and all("stop_region" in x["alarms"] for x in lines)
+    assert lines[0]["bag"] == f"{data}#drive1"
+    assert "no images, so the contrast monitor cannot judge" in text.err
+    assert "4 frames judged: alarm on 4, stop on 4" in text.out
+    for extra, message in ((["--camera", "640x480"], "stop_region.corridor: a metric ground corridor |y| <= 1.5 m, x "
+                            "from 0 m to 25 m needs the camera model, but the 640x480 image has no CameraInfo"),
+                           ([], "image size unknown (the frame has no image and no CameraInfo)")):
+        code = main(["monitor", str(data), "--config", "config/monitors.yaml", *extra, "--out", str(tmp_path / "x")])
+        err = capsys.readouterr().err
+        assert code == 2 and str(data) in err and message in err, err
