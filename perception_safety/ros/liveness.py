@@ -73,6 +73,15 @@ class Liveness:
         self.pending_since_ns = None
         self._frames.append(now_ns)
 
+    def flowing(self, now_ns: int) -> bool:
+        """Inputs arrive and frames come out: `state` at ``now_ns`` is OK without a stop, whatever its arguments.
+
+        The node's input callbacks check this cheap condition first and skip the full `state` (message text,
+        detail string) on the steady path of every frame."""
+        return (self.last_frame_ns is not None and self.last_input_ns is not None
+                and now_ns - self.last_input_ns <= self.warn_after_ns
+                and (self.pending_since_ns is None or now_ns - self.pending_since_ns <= self.warn_after_ns))
+
     def rates(self, now_ns: int) -> dict[str, float]:
         """Processed frames per second and arrivals per second of each input topic."""
         out = {"frame_rate_hz": _rate(self._frames, now_ns, self.window_ns, self.started_ns)}

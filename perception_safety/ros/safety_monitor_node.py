@@ -163,8 +163,7 @@ def make_node(name: str = NODE_NAME) -> Any:
         def _on_image(self, raw: bytes) -> None:
             frames = self.liveness.frames
             try:
-                self.liveness.input(self.image_topic, self._now())
-                self.health.received(self._now())
+                self._received(self.image_topic)
                 msg = convert.decode_cdr(raw, self.image_type, self.image_topic)
                 stamp = convert.stamp_to_ns(msg.header.stamp)
                 image = convert.any_image_from_msg(msg, self.image_type, self.image_topic, self.info_size)
@@ -175,7 +174,19 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self._reject(self.image_topic, str(exc), unjudged=True)
             except Exception as exc:  # the node never dies on input
                 self._reject(self.image_topic, f"internal error: {type(exc).__name__}: {exc}", unjudged=True)
-            if self.liveness.frames == frames:
+            self._check_liveness_after_input(frames)
+
+        def _received(self, topic: str) -> None:
+            """An input message arrived (good or bad), one clock read for liveness and input health."""
+            now = self._now()
+            self.liveness.input(topic, now)
+            self.health.received(now)
+
+        def _check_liveness_after_input(self, frames: int) -> None:
+            """`_check_liveness` after an input that made no frame, unless liveness is OK and stays OK (frames flow:
+            nothing to publish), the steady case of the first message of each pair."""
+            if self.liveness.frames == frames and not (self.liveness_level == Level.OK
+                                                       and self.liveness.flowing(self._now())):
                 self._check_liveness()
 
         def _on_camera_info(self, raw: bytes) -> None:
@@ -204,8 +215,7 @@ def make_node(name: str = NODE_NAME) -> Any:
         def _on_detections(self, raw: bytes) -> None:
             frames = self.liveness.frames
             try:
-                self.liveness.input(self.det_topic, self._now())
-                self.health.received(self._now())
+                self._received(self.det_topic)
                 check_count(raw, self.params.config.limits, self.det_topic)  # before the (costly) decode
                 msg = convert.decode_cdr(raw, "vision_msgs/msg/Detection2DArray", self.det_topic)
                 stamp = convert.stamp_to_ns(msg.header.stamp)
@@ -218,8 +228,7 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self._reject(self.det_topic, str(exc), unjudged=True)
             except Exception as exc:
                 self._reject(self.det_topic, f"internal error: {type(exc).__name__}: {exc}", unjudged=True)
-            if self.liveness.frames == frames:
-                self._check_liveness()
+            self._check_liveness_after_input(frames)
 
         def _offer(self, stamp: int, frame_id: str, reading: DetectionReading) -> None:
             """A detection message: a second one for a processed frame is a conflict, judged again on both."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from perception_safety.monitors.base import Level
 from perception_safety.ros.liveness import MAX_EVENTS, Liveness
 
@@ -99,3 +101,28 @@ def test_error_without_a_published_stop_says_so():
     off = lv.state(3 * S, stop_on_error=False)
     assert off.level == Level.ERROR and not off.stop and "no stop published" in off.message
     assert "stop requested" not in off.message and lv.state(3 * S).stop
+
+
+def test_flowing_means_ok_without_stop_whatever_the_arguments():
+    """`flowing` lets the node skip the full state on the steady path: wherever it holds, the state is OK with no
+    stop for any detail, stop setting or motion; checked on random input/frame sequences against `state`."""
+    rng = np.random.default_rng(5)
+    total = 0
+    for _ in range(200):
+        lv = _live()
+        t, flowing_seen = 0, 0
+        for _ in range(40):
+            t += int(rng.integers(1, S // 2))
+            if rng.random() < 0.8:
+                lv.input("/cam", t)
+            if rng.random() < 0.5:
+                lv.frame(t)
+            now = t + int(rng.integers(0, int(1.5 * S)))
+            if lv.flowing(now):
+                flowing_seen += 1
+                for args in (("", True, None), ("3 unpaired images", False, "no odometry")):
+                    st = lv.state(now, *args)
+                    assert st.level == Level.OK and not st.stop, (now, st)
+        assert flowing_seen < 40  # the random sequences also leave the steady path
+        total += flowing_seen
+    assert total > 1000  # and are on it often
