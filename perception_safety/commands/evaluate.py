@@ -107,23 +107,24 @@ CHECK_FAILED = 3
 
 
 def print_requirements(block: dict, console: Console) -> None:
-    """PASS / FAIL / NOT EVALUATED per requirement with the measured value and the bound it was held to."""
+    """PASS / FAIL / INCONCLUSIVE / NOT EVALUATED per requirement: the estimate, its interval and the end of the
+    interval held to the threshold (as the report's table)."""
     from rich.table import Table
 
     styles = {"PASS": "green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow", "NOT EVALUATED": "yellow"}
     table = Table(title=f"requirements: {block['overall']}")
-    for col in ("verdict", "requirement", "measured", "required", "interval", "n", "episodes"):
+    for col in ("verdict", "requirement", "point", "interval", "required", "n", "episodes"):
         table.add_column(
             col, justify="left" if col in ("verdict", "requirement") else "right", no_wrap=col == "verdict"
         )
     for v in block["items"]:
-        measured = "-" if v["value"] is None else f"{v['value']:.4g}"
+        point = "-" if v.get("point") is None else f"{v['point']:.4g}"
         lo = "-" if v["lower"] is None else f"{v['lower']:.3g}"
         hi = "-" if v["upper"] is None else f"{v['upper']:.3g}"
         table.add_row(
             Text(v["status"], style=styles[v["status"]]),
             v["label"],
-            measured,
+            point,
             f"{v['bound']} {v['op']} {v['threshold']:g}",
             f"[{lo}, {hi}]",
             "-" if v["n"] is None else str(v["n"]),
@@ -134,6 +135,24 @@ def print_requirements(block: dict, console: Console) -> None:
         if v["status"] != "PASS":
             line = f"{v['status']}: {v['label']}: {v['detail']}"
             console.print(Text(line, style=styles[v["status"]]), soft_wrap=True)
+
+
+def warning_lines(warnings: list[dict], min_group: int = 3) -> list[str]:
+    """One console line per warning; warnings of one analysis that say the same about several places
+    (``<place>: <text>``, the place without spaces) share one line naming every place, in first-seen order
+    (results.json and the report keep each warning)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for w in warnings:
+        place, sep, rest = w["message"].partition(": ")
+        key = (w["analysis"], rest) if sep and place and " " not in place else (w["analysis"], w["message"])
+        groups.setdefault(key, []).append(place if key[1] == rest else "")
+    lines = []
+    for (analysis, text), places in groups.items():
+        if len(places) >= min_group and all(places):
+            lines.append(f"warning [{analysis}] ({len(places)} places: {', '.join(places)}): {text}")
+        else:
+            lines.extend(f"warning [{analysis}]: {p + ': ' if p else ''}{text}" for p in places)
+    return lines
 
 
 def print_summary(ev, out: Path, console: Console) -> None:
@@ -156,7 +175,7 @@ def print_summary(ev, out: Path, console: Console) -> None:
             missing = f", missing topics: {', '.join(r['missing_topics'])}" if r["missing_topics"] else ""
             text = f"{bag}: {len(r['skipped'])} malformed message(s) skipped, {unmatched} unmatched{missing}"
             console.print(Text(text, style="yellow"), soft_wrap=True)
-    for w in ev.results.get("warnings", []):
-        console.print(Text(f"warning [{w['analysis']}]: {w['message']}", style="yellow"), soft_wrap=True)
+    for line in warning_lines(ev.results.get("warnings", [])):
+        console.print(Text(line, style="yellow"), soft_wrap=True)
     console.print(f"report:  {out / 'report.html'}")
     console.print(f"results: {out / 'results.json'}")

@@ -68,8 +68,10 @@ def colour_cards(ev: Evaluation, reqs: Sequence[RequirementBase], verdicts: Sequ
         for i in hits:
             summary_cards[i] = dataclasses.replace(summary_cards[i], verdict=_worse(summary_cards[i].verdict, css))
         if not hits:
-            value = v.value if v.value is not None else v.status
-            summary_cards.append(Metric(v.label, value, "", f"{v.status}: {v.bound} {v.op} {v.threshold:g}", css))
+            value = v.point if v.point is not None else v.status  # the estimate; the bound it was held to beside it
+            held = f"{v.bound} {_fmt(v.value)} {v.op} {v.threshold:g}" if v.value is not None else \
+                f"{v.bound} {v.op} {v.threshold:g}"
+            summary_cards.append(Metric(v.label, value, "", f"{v.status}: {held}", css))
 
 
 def _speed(v: Verdict, cfg: EvaluateConfig) -> str:
