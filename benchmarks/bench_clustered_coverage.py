@@ -5,7 +5,9 @@ Per layout (episodes × frames), true proportion p and intra-cluster correlation
 the Korn-Graubard interval (`evaluation.clustered`, what recall, precision, BBSL pass rates and SG/RH/AC per
 frame use) and of frame-level Clopper-Pearson (the former intervals), the rate at which the lower bound lies
 above the truth (a false PASS of a ``bound: lower`` requirement) and the median width relative to Clopper-
-Pearson. Then SG/RH/AC-style means of {-1, 0, 1} frame values (`returns.intervals.mean_interval`). Prints
+Pearson. Then SG/RH/AC-style means of {-1, 0, 1} frame values (`returns.intervals.mean_interval`). The
+interval is the hull of Korn-Graubard and the beta-binomial profile likelihood (`clustered_proportion`); the
+Korn-Graubard part alone is shown beside it (KG). Prints
 markdown tables for docs/confusion-matrices.md. Not a timing benchmark.
 
 Run: ``.venv/bin/python benchmarks/bench_clustered_coverage.py [--trials N] [--quick]``.
@@ -18,7 +20,7 @@ import time
 
 import numpy as np
 
-from perception_safety.evaluation.clustered import effective_counts
+from perception_safety.evaluation.clustered import clustered_proportion, effective_counts
 from perception_safety.evaluation.coverage import beta_binomial_clusters
 from perception_safety.evaluation.intervals import clopper_pearson
 from perception_safety.evaluation.returns.intervals import mean_interval
@@ -31,16 +33,20 @@ PS = (0.5, 0.8, 0.95)
 def proportion_row(trials: int, k: int, m: int, p: float, icc: float, seed: int) -> str:
     y, n = beta_binomial_clusters(np.random.default_rng(seed), trials, k, m, p, icc)
     x_eff, n_eff, _ = effective_counts(y, n, axis=1)
-    lo, hi = clopper_pearson(np.minimum(x_eff, n_eff), n_eff)
-    lo = np.where(n_eff > 0, lo, 0.0)
-    hi = np.where(n_eff > 0, hi, 1.0)
+    klo, khi = clopper_pearson(np.minimum(x_eff, n_eff), n_eff)
+    bounds = np.array([[r.lower, r.upper] for r in map(clustered_proportion, y, n)])
+    lo, hi = bounds[:, 0], bounds[:, 1]
     plo, phi = clopper_pearson(y.sum(axis=1), n.sum(axis=1))
     cov = np.mean((lo <= p) & (p <= hi))
     se = np.sqrt(cov * (1 - cov) / trials)
     above = np.mean(lo > p)
     ratio = np.median(hi - lo) / np.median(phi - plo)
+    cov_kg = np.mean((klo <= p) & (p <= khi))
     cov_cp = np.mean((plo <= p) & (p <= phi))
-    return f"| {k} × {m} | {p:g} | {icc:g} | {cov:.3f} ± {se:.3f} | {above:.3f} | {ratio:.2f} | {cov_cp:.3f} |"
+    return (
+        f"| {k} × {m} | {p:g} | {icc:g} | {cov:.3f} ± {se:.3f} | {above:.3f} | {ratio:.2f} | {cov_kg:.3f} | "
+        f"{cov_cp:.3f} |"
+    )
 
 
 def returns_row(trials: int, k: int, m: int, icc: float, seed: int) -> str:
@@ -65,8 +71,11 @@ def main() -> None:
     trials = 500 if a.quick else a.trials
     t0 = time.perf_counter()
     print(f"Proportions, nominal 0.95, {trials} trials per row")
-    print("| episodes × frames | p | ICC | coverage ± MC s.e. | lower bound above p | width / CP width | CP coverage |")
-    print("|---|---|---|---|---|---|---|")
+    print(
+        "| episodes × frames | p | ICC | coverage ± MC s.e. | lower bound above p | width / CP width | KG coverage "
+        "| CP coverage |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     seed = 0
     for k, m in LAYOUTS:
         for p in PS:

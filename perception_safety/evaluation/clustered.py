@@ -12,7 +12,12 @@ interval is the design-effect-corrected Clopper-Pearson interval of Korn & Graub
 - Clopper-Pearson with ``p·n_eff`` successes of ``n_eff`` (non-integer Beta parameters).
 
 With ``p`` at 0 or 1 there is no variation to estimate a correlation from: ``deff = 1`` (Korn & Graubard's
-convention) and the result says so (`ClusteredProportion.boundary`). With no cluster information at all
+convention) and the result says so (`ClusteredProportion.boundary`). The design effect is estimated from the
+spread between clusters and misses a rare failure that comes in whole clusters the sample happens not to hold
+(p = 0.95, ICC 0.6, 10 clusters: coverage 0.67), so `clustered_proportion` reports the hull of this interval and
+the beta-binomial profile-likelihood interval (`betabinomial`), which keeps the all-or-nothing explanation of
+the same data; the reported ``effective_n`` is then the binomial n whose Clopper-Pearson interval is as wide on
+the wider side. With no cluster information at all
 (`plain_proportion`) the result is exactly `clopper_pearson`. The implied intra-cluster correlation
 ``icc = (deff - 1) / (m_w - 1)`` (``m_w = Σm² / Σm``, the size-weighted mean cluster size) is reported beside
 the design effect. Measured coverage: docs/confusion-matrices.md (benchmarks/bench_clustered_coverage.py).
@@ -25,16 +30,18 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy.special import betaincinv
 from scipy.stats import norm
 from scipy.stats import t as student_t
 
+from perception_safety.evaluation.betabinomial import profile_interval
 from perception_safety.evaluation.intervals import clopper_pearson
 
 MIN_CLUSTERS = 10
 """Default: fewer clusters than this and a requirement on the proportion is INCONCLUSIVE."""
 SMALL_EFFECTIVE_FRACTION = 0.5
 """Warn when the effective sample size is below this fraction of the frame count."""
-KORN_GRAUBARD = "korn-graubard"
+CLUSTERED = "korn-graubard+beta-binomial-profile"
 PLAIN = "clopper-pearson"
 
 
@@ -94,7 +101,8 @@ class ClusteredProportion:
         if self.boundary and self.clusters > 1:
             out.append(
                 f"{what}: estimate {self.point:g} without a single {'failure' if self.point == 1 else 'success'}: the "
-                "correlation between frames cannot be estimated, the interval assumes it is 0"
+                "correlation between frames cannot be estimated, so the interval allows any (each of the "
+                f"{self.clusters} episodes may count as one look)"
             )
         return out
 
@@ -168,6 +176,27 @@ def _beta_interval(x: float, n: float, alpha: float) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _matching_n(p: float, lower: float, upper: float, n_max: float, alpha: float) -> float:
+    """The (real) n whose Clopper-Pearson interval at ``p`` reaches as far as ``[lower, upper]`` on its wider side.
+
+    The interval narrows as n grows: the largest n on a log grid whose interval still holds ``[lower, upper]``,
+    refined once on a finer grid (relative precision ~1e-3; Beta quantiles straight from ``betaincinv``).
+    """
+    lo_n, hi_n = 1.0, max(n_max, 1.0)
+    for _ in range(2):
+        n = np.geomspace(lo_n, hi_n, 64)
+        x = p * n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            a = np.where(x > 0, betaincinv(x, n - x + 1, alpha / 2), 0.0)
+            b = np.where(x < n, betaincinv(x + 1, n - x, 1 - alpha / 2), 1.0)
+        holds = np.flatnonzero((a <= lower + 1e-12) & (b >= upper - 1e-12))
+        if holds.size == 0:
+            return lo_n
+        i = int(holds[-1])
+        lo_n, hi_n = float(n[i]), float(n[min(i + 1, n.size - 1)])
+    return lo_n
+
+
 def clustered_proportion(successes: ArrayLike, trials: ArrayLike, alpha: float = 0.05) -> ClusteredProportion:
     """The proportion ``Σy / Σm`` of per-cluster counts with its Korn-Graubard interval (module docstring)."""
     y = np.asarray(successes, dtype=np.int64).ravel()
@@ -176,8 +205,11 @@ def clustered_proportion(successes: ArrayLike, trials: ArrayLike, alpha: float =
     _, icc, k = design_effect(y, m)
     n, s = int(m.sum()), int(y.sum())
     if n == 0:
-        return ClusteredProportion(s, 0, 0, None, None, None, 1.0, None, 0.0, alpha, KORN_GRAUBARD)
-    lo, hi = _beta_interval(float(x_eff), float(n_eff), alpha)
+        return ClusteredProportion(s, 0, 0, None, None, None, 1.0, None, 0.0, alpha, CLUSTERED)
+    kg = _beta_interval(float(x_eff), float(n_eff), alpha)
+    lo, hi = profile_interval(y, m, alpha, within=kg) if k > 1 else kg
+    if (lo, hi) != kg:
+        n_eff = _matching_n(s / n, lo, hi, float(n_eff), alpha)
     return ClusteredProportion(
         successes=s,
         trials=n,
@@ -189,7 +221,7 @@ def clustered_proportion(successes: ArrayLike, trials: ArrayLike, alpha: float =
         icc=float(icc),
         effective_n=float(n_eff),
         alpha=alpha,
-        method=KORN_GRAUBARD,
+        method=CLUSTERED,
         boundary=s in (0, n),
     )
 

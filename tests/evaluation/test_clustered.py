@@ -67,6 +67,23 @@ def test_boundary_has_deff_one_and_says_so():
     assert any("cannot be estimated" in w for w in r.warnings("recall"))
 
 
+def test_perfect_episodes_bound_like_one_look_each():
+    """12 perfect episodes: every episode all-or-nothing explains the data as well as independent frames, and then
+    the likelihood of mean rate q is q^12; the 95 % profile set (F(1, 11) cut-off t²) ends at exp(-t² / 24)."""
+    r = clustered_proportion([50] * 12, [50] * 12)
+    assert r.lower == pytest.approx(np.exp(-student_t.ppf(0.975, 11) ** 2 / 24), abs=1e-6)
+    # frame-level Clopper-Pearson would claim 0.994 from 600 frames
+    assert r.lower < 0.82 < float(clopper_pearson(600, 600)[0])
+
+
+def test_one_missed_frame_among_perfect_episodes_is_not_600_independent_looks():
+    """The regime Korn-Graubard alone under-covers: nearly perfect episodes, the spread too small to see."""
+    y = np.array([50] * 11 + [49])
+    r = clustered_proportion(y, np.full(12, 50))
+    kg_lo, _ = clopper_pearson(*effective_counts(y, np.full(12, 50))[:2])
+    assert r.lower < kg_lo - 0.01 and r.lower < 0.97
+
+
 def test_effective_counts_vectorised_over_columns_equals_scalar():
     rng = np.random.default_rng(0)
     m = rng.integers(0, 30, size=(12, 3, 4))
@@ -76,8 +93,13 @@ def test_effective_counts_vectorised_over_columns_equals_scalar():
     for i in range(3):
         for j in range(4):
             r = clustered_proportion(y[:, i, j], m[:, i, j])
-            assert n_eff[i, j] == pytest.approx(r.effective_n)
+            kg_lo, kg_hi = clopper_pearson(x_eff[i, j], n_eff[i, j])
             assert deff[i, j] == pytest.approx(r.design_effect)
+            # the reported interval holds Korn-Graubard's (the profile likelihood can only widen it) ...
+            assert r.lower <= kg_lo + 1e-12 and r.upper >= kg_hi - 1e-12
+            # ... and its effective n is Korn-Graubard's unless the profile widened it
+            widened = r.lower < kg_lo - 1e-12 or r.upper > kg_hi + 1e-12
+            assert r.effective_n == pytest.approx(n_eff[i, j]) if not widened else r.effective_n < n_eff[i, j]
 
 
 def test_design_effect_rejects_inconsistent_counts_and_totals_must_match():

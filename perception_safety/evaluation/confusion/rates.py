@@ -2,7 +2,8 @@
 
 Shared by the per-bin metrics (`metrics`) and the requirement verdicts, so a verdict quotes the figure the
 report shows. With per-episode counts (`DistanceConfusion.clusters`) the interval is cluster-aware
-(`perception_safety.evaluation.clustered`, Korn-Graubard); without them it is exactly Clopper-Pearson.
+(`perception_safety.evaluation.clustered`, Korn-Graubard with the beta-binomial profile); without them it is
+exactly Clopper-Pearson.
 
 Precision counts detections matched to no annotated object as false positives (DESIGN.md): ``tp / (matched
 detections of the class + unmatched detections of the class)``. Per bin that needs the unmatched detections'

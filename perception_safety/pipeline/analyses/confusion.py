@@ -90,7 +90,8 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         if m.ground_truth > 0 and m.label != dc.empty_label
     ]
     level = f"{100 * (1 - ccfg.alpha):g} %"
-    method = "cluster-aware (Korn-Graubard, episodes as the unit)" if dc.clusters is not None else "Clopper-Pearson"
+    clustered = "cluster-aware (Korn-Graubard with beta-binomial profile, episodes as the unit)"
+    method = clustered if dc.clusters is not None else "Clopper-Pearson"
     sec.table(
         [
             "bin (m)",

@@ -59,9 +59,12 @@ def test_false_detections_fail_precision() -> None:
 
 
 def test_too_few_episodes_are_inconclusive_never_pass_and_fail_the_gate() -> None:
-    frames = [frame(t, f"ep{e}", True) for e in range(5) for t in range(100)]
+    frames = [frame(t, f"ep{e}", t % 20 != 7) for e in range(5) for t in range(100)]  # 5 % misses, scattered
     (v,) = judge(frames, RECALL)
     assert v.status == INCONCLUSIVE and v.clusters == 5 and v.lower > 0.8  # the bound alone would have passed
+    # Perfect episodes: no spread to estimate a correlation from, each episode may be one look (lower 0.46).
+    (perfect,) = judge([frame(t, f"ep{e}", True) for e in range(5) for t in range(100)], RECALL)
+    assert perfect.status == INCONCLUSIVE and perfect.lower < 0.5
     block = summary([v])
     assert block["overall"] == INCONCLUSIVE and block["inconclusive"] == 1
     # With the estimate itself below the threshold, the verdict is FAIL even on few episodes.
