@@ -26,10 +26,16 @@ def test_one_collision_in_seven_episodes_by_hand() -> None:
 def test_frame_average_widens_with_grouped_collisions() -> None:
     grouped = [np.ones(100)] + [np.zeros(100)] * 9  # every frame of one episode vs none of the others
     scattered = [np.r_[np.ones(10), np.zeros(90)]] * 10
-    g, s = mean_interval(grouped, "frames"), mean_interval(scattered, "frames")
+    # non-negative (E1's form): the comparison is about the collisions' part alone
+    g, s = mean_interval(grouped, "frames", nonnegative=True), mean_interval(scattered, "frames", nonnegative=True)
     assert g.point == s.point == pytest.approx(0.1)
     assert g.design_effect > 50 and s.design_effect == 1.0
     assert g.upper - g.lower > 3 * (s.upper - s.lower)
+    # A difference of either sign without a single negative frame: 10 episodes cannot rule out that some
+    # episodes are negative throughout (the beta-binomial profile's all-or-nothing reading), so the lower end
+    # goes well below 0, but stays within the range [-1, 1].
+    either = mean_interval(scattered, "frames")
+    assert -1.0 <= either.lower < -0.1 and either.upper == pytest.approx(s.upper, abs=0.05)
 
 
 def _draw(rng, clusters, frames, p_pos, q_neg, icc):
@@ -61,3 +67,30 @@ def test_episode_averaged_metric_covers(p: float) -> None:
     covered = [mean_interval([np.array([float(h)]) for h in row], "episodes") for row in hits]
     se = np.sqrt(NOMINAL * (1 - NOMINAL) / TRIALS)
     assert np.mean([r.lower <= p <= r.upper for r in covered]) >= NOMINAL - 3 * se
+
+
+def test_e1_intervals_stay_in_zero_one_on_few_episodes() -> None:
+    """Issue 24 item 4: E1's SG/RH/AC are TP/n, FN/n, FP/n (never negative). 5 episodes, 1 of them with missed
+    errors: the interval is the exact Clopper-Pearson of the values alone at 1 - alpha, never below 0."""
+    rh = [np.array([1.0])] + [np.array([0.0])] * 4
+    two_sided = mean_interval(rh, "episodes")
+    assert two_sided.lower < 0  # read as a difference of either sign, the bound leaves the quantity's range
+    r = mean_interval(rh, "episodes", nonnegative=True)
+    assert r.lower == pytest.approx(beta.ppf(0.025, 1, 5)) and r.upper == pytest.approx(beta.ppf(0.975, 2, 4))
+    zero = mean_interval([np.zeros(20)] * 5, "frames", nonnegative=True)
+    assert zero.lower == 0.0 and 0 < zero.upper < 1 and zero.point == 0.0
+    with pytest.raises(ValueError, match="non-negative"):
+        mean_interval([np.array([-1.0, 0.0])], "frames", nonnegative=True)
+
+
+def test_e1_report_intervals_lie_in_their_range() -> None:
+    """Every E1 bound in returns_intervals(nonnegative=True) is within [0, 1] even where the point is 0."""
+    from perception_safety.evaluation.returns.estimates import classification_returns
+    from perception_safety.evaluation.returns.intervals import returns_intervals
+
+    rng = np.random.default_rng(3)
+    per = [classification_returns(rng.random(30) < 0.2, rng.random(30) < 0.1) for _ in range(4)]
+    for average in ("frames", "episodes"):
+        iv = returns_intervals(per, average, nonnegative=True)
+        for key in ("SG", "RH", "AC", "hazard_f"):
+            assert 0.0 <= iv[f"{key}_lower"] <= iv[f"{key}_upper"] <= 1.0, (average, key, iv)

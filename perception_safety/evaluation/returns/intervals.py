@@ -7,11 +7,17 @@ Each metric is a mean of per-sample differences ``d`` (``S_fm - S_f``, ``S_f* - 
 - averaged over **episodes** (one value per episode): the two proportions have the episodes as samples;
   exact Clopper-Pearson with the (possibly fractional) sums as successes of ``n`` episodes;
 - averaged over **frames**: frames of one episode are correlated, so each part is a clustered proportion
-  (per-episode sums of ``d⁺`` of the episode's frames) with the Korn-Graubard interval of
+  (per-episode sums of ``d⁺`` of the episode's frames) with the cluster-aware interval of
   `perception_safety.evaluation.clustered`.
 
 The metric's interval is ``[lo(d⁺) - hi(d⁻), hi(d⁺) - lo(d⁻)]`` (times ``s``) with each part at level
-``1 - alpha/2`` (Bonferroni over the two parts), so it holds at ``1 - alpha``.
+``1 - alpha/2`` (Bonferroni over the two parts), so it holds at ``1 - alpha``, and never leaves ``[-s, s]``.
+
+A metric that cannot be negative by its definition (``nonnegative``: E1, where SG = TP/n, RH = FN/n,
+AC = FP/n, issue 24 item 4) has no negative part: its interval is the positive part's alone at ``1 - alpha``,
+inside ``[0, s]`` (before, the negative part's empty upper bound pushed the lower end below 0 on few episodes).
+The clustered parts take the hull of Korn-Graubard and the beta-binomial profile likelihood, as every
+clustered proportion does (`evaluation.clustered`).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from perception_safety.evaluation.betabinomial import profile_interval
 from perception_safety.evaluation.clustered import effective_counts
 from perception_safety.evaluation.intervals import clopper_pearson
 
@@ -54,18 +61,24 @@ def _part(num: np.ndarray, den: np.ndarray, alpha: float, clustered: bool) -> tu
     if n <= 0:
         return 0.0, 1.0, deff
     lo, hi = clopper_pearson(min(max(x, 0.0), n), n, alpha)
+    if clustered and (den > 0).sum() > 1:
+        return (*profile_interval(num, den, alpha, within=(float(lo), float(hi))), deff)
     return float(lo), float(hi), deff
 
 
-def mean_interval(per_episode: Sequence[np.ndarray], average: Average, alpha: float = 0.05) -> MeanInterval:
+def mean_interval(per_episode: Sequence[np.ndarray], average: Average, alpha: float = 0.05,
+                  nonnegative: bool = False) -> MeanInterval:
     """The mean of the differences ``per_episode`` (one array per episode) and its interval (module docstring).
 
     ``average="frames"``: the mean over all samples, episodes as clusters; ``"episodes"``: each array is one
-    episode's sample(s), its mean is one value and the episodes are the samples.
+    episode's sample(s), its mean is one value and the episodes are the samples. ``nonnegative``: the
+    differences are >= 0 by definition (a negative one is an error), so the interval lies in ``[0, s]``.
     """
     arrays = [np.asarray(a, dtype=np.float64).ravel() for a in per_episode if np.size(a)]
     if not arrays:
         raise ValueError("no samples")
+    if nonnegative and any((a < 0).any() for a in arrays):
+        raise ValueError("a difference declared non-negative is negative")
     if average == "episodes":
         arrays = [np.array([a.mean()]) for a in arrays]
     scale = max(1.0, max(float(np.abs(a).max()) for a in arrays))
@@ -73,13 +86,15 @@ def mean_interval(per_episode: Sequence[np.ndarray], average: Average, alpha: fl
     neg = np.array([np.clip(-a, 0, None).sum() for a in arrays]) / scale
     m = np.array([len(a) for a in arrays], dtype=np.float64)
     clustered = average == "frames"
-    p_lo, p_hi, p_deff = _part(pos, m, alpha / 2, clustered)
-    n_lo, n_hi, n_deff = _part(neg, m, alpha / 2, clustered)
+    split = 1 if nonnegative else 2
+    p_lo, p_hi, p_deff = _part(pos, m, alpha / split, clustered)
+    n_lo, n_hi, n_deff = (0.0, 0.0, 1.0) if nonnegative else _part(neg, m, alpha / 2, clustered)
     point = float(np.concatenate(arrays).mean())
+    parts = "the values (non-negative by definition)" if nonnegative else "the positive and negative parts (Bonferroni)"
     method = (
-        "per-episode values, exact Clopper-Pearson on the positive and negative parts (Bonferroni)"
+        f"per-episode values, exact Clopper-Pearson on {parts}"
         if not clustered
-        else "frames clustered by episode, Korn-Graubard on the positive and negative parts (Bonferroni)"
+        else f"frames clustered by episode, Korn-Graubard with the beta-binomial profile on {parts}"
     )
     return MeanInterval(
         point=point,
@@ -101,12 +116,14 @@ DIFFERENCES = {
 """The per-sample difference each metric averages (eq. 6-9)."""
 
 
-def returns_intervals(per_episode: Sequence[Any], average: Average, alpha: float = 0.05) -> dict[str, Any]:
-    """``{SG_lower, SG_upper, SG_design_effect, ..., episodes, interval}`` of per-episode `Returns`."""
+def returns_intervals(per_episode: Sequence[Any], average: Average, alpha: float = 0.05,
+                      nonnegative: bool = False) -> dict[str, Any]:
+    """``{SG_lower, SG_upper, SG_design_effect, ..., episodes, interval}`` of per-episode `Returns`;
+    ``nonnegative`` for E1's classification form (every difference is 0 or 1: the intervals stay in [0, 1])."""
     out: dict[str, Any] = {}
     method = ""
     for key, diff in DIFFERENCES.items():
-        mi = mean_interval([diff(r) for r in per_episode], average, alpha)
+        mi = mean_interval([diff(r) for r in per_episode], average, alpha, nonnegative)
         out |= mi.as_dict(key)
         out["episodes"], method = mi.episodes, mi.method
     out["interval"] = f"{100 * (1 - alpha):g} %, {method}"

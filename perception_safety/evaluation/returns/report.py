@@ -50,8 +50,8 @@ def returns_report(
         e1 = e1_metrics(e1_eps, config.e1)
         e1_parts = list(e1.per_episode_returns.values())
         out["E1"] = {
-            "frames": e1.frames.as_dict() | returns_intervals(e1_parts, "frames", alpha),
-            "episodes": e1.episodes.as_dict() | returns_intervals(e1_parts, "episodes", alpha),
+            "frames": e1.frames.as_dict() | returns_intervals(e1_parts, "frames", alpha, nonnegative=True),
+            "episodes": e1.episodes.as_dict() | returns_intervals(e1_parts, "episodes", alpha, nonnegative=True),
             "counts": e1.counts.as_dict(),
             "per_episode": {k: v.as_dict() for k, v in e1.per_episode.items()},
         }

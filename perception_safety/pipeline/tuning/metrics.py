@@ -33,7 +33,7 @@ def e1_figures(episodes: Sequence[EpisodeJudgements], point: int, alpha: float) 
     tau = np.concatenate([np.asarray(e.tau, dtype=bool) for e in episodes if e.tau])
     alarm = np.concatenate([e.alarm_array(point) for e in episodes if e.tau])
     m = safety_metrics(classification_returns(tau, alarm))
-    iv = returns_intervals(per, "frames", alpha)
+    iv = returns_intervals(per, "frames", alpha, nonnegative=True)
     out: dict[str, Any] = {"frames": int(tau.size), "episodes": len(per), "alarm_rate": float(alarm.mean()),
                            "error_rate": float(tau.mean())}
     for key, value in (("SG", m.sg), ("RH", m.rh), ("AC", m.ac)):
