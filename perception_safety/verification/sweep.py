@@ -27,9 +27,11 @@ from perception_safety.verification.controllers import ResolvedController, resol
 from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.export import export_drn, export_prism_explicit
+from perception_safety.verification.interval_chain import decision_bins
 from perception_safety.verification.memory import ObservationRuns
 from perception_safety.verification.memory_check import check_memory
-from perception_safety.verification.posterior import round_to_error
+from perception_safety.verification.per_episode import episode_chains
+from perception_safety.verification.posterior import chain_skeleton, round_to_error
 from perception_safety.verification.specs import check, resolve_specs
 from perception_safety.verification.uncertainty import chain_bounds, chain_posterior, posterior_draws
 
@@ -151,8 +153,9 @@ def run_sweep(
 
     ``name`` (e.g. the matrices' file path) prefixes error messages; ``export_dir`` receives the chains
     when ``cfg.export`` asks for them; ``episodes`` (each episode's matrices) make the episode the unit of the
-    bounds and the posterior (rows then carry ``clusters`` and ``status``); ``observation_runs`` (per (variant,
-    true env), the pedestrian column's consecutive observations) test the chain's independence assumption
+    bounds and the posterior (rows then carry ``clusters`` and ``status``) and give each episode its own chain
+    (rows then carry ``episode_mean``/``episode_lower``/``episode_upper``, `per_episode`); ``observation_runs``
+    (per (variant, true env), the pedestrian column's consecutive observations) test the chain's independence assumption
     (`memory_check`: rows then carry ``independence`` and, with runs of misses, the memory chain's ``memory_*``).
     """
     specs = resolve_specs(cfg.specs, cfg.custom_specs)
@@ -186,8 +189,11 @@ def run_sweep(
                 mem = None if runs is None else check_memory(
                     system, counted, runs, pedestrian_column(confusion, variant, counted, cfg), specs, cfg, where,
                     warnings)
+                skeleton = chain_skeleton(system, obs)
+                per_ep = None if counted.clusters is None else episode_chains(
+                    system, counted, skeleton, specs, decision_bins(system, obs), cfg.alpha, where, warnings)
                 t3 = time.perf_counter()
-                post = chain_posterior(system, obs, draws, specs, cfg, warnings)
+                post = chain_posterior(system, obs, draws, specs, cfg, warnings, skeleton)
                 t4 = time.perf_counter()
                 for spec_name in specs:
                     b, q = bounds.get(spec_name), post.get(spec_name)
@@ -199,6 +205,7 @@ def run_sweep(
                             "upper": None if b is None else float(b.upper[s]),
                             **unit["row"],
                             **({} if mem is None else mem.row(spec_name, i)),
+                            **({} if per_ep is None else per_ep.row(spec_name, i)),
                         }
                         if draws is not None:
                             err = None if q is None or q.mc_error is None else float(q.mc_error[i])
@@ -303,14 +310,16 @@ def write_json(path: str | Path, document: dict[str, Any]) -> Path:
 
 KEY_COLUMNS = ("variant", "true_env", "spec", "max_speed", "initial_speed")
 VALUE_COLUMNS = ("probability", "lower", "upper", "posterior_lower", "posterior_upper", "posterior_mean",
-                 "posterior_mc_error")
+                 "posterior_mc_error", "episode_mean", "episode_lower", "episode_upper")
+OPTIONAL = ("posterior", "episode")
 
 
 def write_csv(path: str | Path, results: tuple[dict[str, Any], ...]) -> Path:
-    """``variant,true_env,spec,max_speed,initial_speed,probability,lower,upper,posterior_*`` (17 significant
-    digits; an empty cell where a bound was not computed; posterior columns only when computed)."""
+    """``variant,true_env,spec,max_speed,initial_speed,probability,lower,upper,posterior_*,episode_*`` (17
+    significant digits; an empty cell where a bound was not computed; posterior and per-episode columns only when
+    computed)."""
     path = Path(path)
-    cols = [c for c in VALUE_COLUMNS if not c.startswith("posterior") or any(c in r for r in results)]
+    cols = [c for c in VALUE_COLUMNS if not c.startswith(OPTIONAL) or any(c in r for r in results)]
     with atomic_open(path, "w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow([*KEY_COLUMNS, *cols])

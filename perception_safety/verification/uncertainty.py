@@ -17,7 +17,13 @@ from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.interval_chain import build_interval_chain, decision_bins
-from perception_safety.verification.posterior import PosteriorSummary, chain_skeleton, posterior_values, summarise
+from perception_safety.verification.posterior import (
+    ChainSkeleton,
+    PosteriorSummary,
+    chain_skeleton,
+    posterior_values,
+    summarise,
+)
 
 
 def unsupported(spec: str, exc: VerificationError) -> str:
@@ -69,12 +75,13 @@ def posterior_draws(counted: CountedObservations, cfg: VerificationConfig, varia
 
 def chain_posterior(
     system: AbstractSystem, obs: ObservationModel, draws: np.ndarray | None, specs: dict[str, str],
-    cfg: VerificationConfig, warnings: list[str],
+    cfg: VerificationConfig, warnings: list[str], skeleton: ChainSkeleton | None = None,
 ) -> dict[str, PosteriorSummary]:
-    """Credible interval of P(φ) at the initial states for every spec (batched absorbing-chain solves)."""
+    """Credible interval of P(φ) at the initial states for every spec (batched absorbing-chain solves);
+    ``skeleton``: `chain_skeleton(system, obs)` when the caller already has it."""
     if draws is None:
         return {}
-    values = posterior_values(chain_skeleton(system, obs), draws, specs)
+    values = posterior_values(skeleton or chain_skeleton(system, obs), draws, specs)
     out = {}
     for name, v in values.items():
         if isinstance(v, VerificationError):

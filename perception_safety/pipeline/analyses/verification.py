@@ -106,6 +106,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
            "whole-matrix draws" if post else ""),
     )
     _independence_section(ev, sweep, spec)
+    _episode_section(sec, worst, spec)
     for v, w in worst.items():
         ev.report.summary.append(
             Metric(
@@ -114,9 +115,37 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
                 "",
                 f"over V ≤ {max(vcfg.max_speeds)}, {len(vcfg.max_speeds)} speeds"
                 + ("" if w.get("lower") is None else f"; bounds [{w['lower']:.3g}, {w['upper']:.3g}]")
-                + _memory_note(w),
+                + _memory_note(w)
+                + _episode_note(w),
             )
         )
+
+
+def _episode_note(row: dict[str, Any]) -> str:
+    """The mean over the per-episode chains at the same (V, v0), beside the pooled chain's figure."""
+    if row.get("episode_mean") is None:
+        return ""
+    return (f"; per-episode chains: mean {row['episode_mean']:.3g} [{row['episode_lower']:.3g}, "
+            f"{row['episode_upper']:.3g}] over {row['episode_chains']} episodes")
+
+
+def _episode_section(sec: Any, worst: dict[str, dict[str, Any]], spec: str) -> None:
+    """The per-episode chains' mean beside the pooled chain (issue 24 item 8), with what it means."""
+    rows = [[v, w["probability"], w["episode_mean"], w["episode_lower"], w["episode_upper"], w["episode_chains"],
+             w["max_speed"], w["initial_speed"]] for v, w in worst.items() if w.get("episode_mean") is not None]
+    if not rows:
+        return
+    sec.text(
+        "Per-episode chains: each episode's own confusion counts give its own chain (same model, same controller), "
+        "checked like the pooled one; the mean of the episodes' P(φ) is the probability for an episode drawn like "
+        "these, its interval has the episodes as the unit (Clopper–Pearson of the summed P(φ) over the episodes). The "
+        "pooled chain instead draws every step's observation from the matrix summed over all episodes, as if a bad "
+        "episode's misses were spread over every episode. Assumed: episodes independent and like the conditions "
+        "the claim is about; within an episode the chain's own assumptions. An episode without a sample in a bin "
+        "the chain decides in takes the pooled column there (warned with counts); one without any is left out.",
+        "note")
+    sec.table(["variant", f"pooled P({spec})", "mean over episodes", "lower", "upper", "episodes", "at V", "at v0"],
+              rows, "At the pooled chain's worst (V, v0)")
 
 
 def _memory_note(row: dict[str, Any]) -> str:
