@@ -3,10 +3,12 @@
 Per (variant, true environment, V) with the pedestrian column's observation sequences (`memory.ObservationRuns`,
 episodes as the unit): `memory.assess` tests every bin the memoryless chain decides in. ``independent``: the
 memoryless numbers stand. ``memory``: misses come in runs; the chain with one step of observation memory is built
-from the observed transition counts and checked (P(φ) and its interval-chain bounds, reported beside the
-memoryless ones; a requirement reads these). ``inconclusive``: the data cannot test a decision bin, or the memory
-chain would read a conditional column without data, or the environment has several true columns (the memory
-chain models one): P(φ) is INCONCLUSIVE for any requirement, never a silent number.
+from the observed transition counts and checked (P(φ), its interval-chain bounds and its posterior credible
+interval from Dirichlet draws of the conditional columns (episodes as the unit through their design effect),
+reported beside the memoryless ones; a requirement reads a bound, never the point). ``inconclusive``: the data
+cannot test a decision bin, or the memory chain would read a conditional column without data, or the environment
+has several true columns (the memory chain models one): P(φ) is INCONCLUSIVE for any requirement, never a silent
+number.
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from perception_safety.verification.memory import (
     memory_counts,
     memory_system,
 )
+from perception_safety.verification.posterior import PosteriorSummary, round_to_error
 from perception_safety.verification.specs import check
-from perception_safety.verification.uncertainty import chain_bounds
+from perception_safety.verification.uncertainty import chain_bounds, chain_posterior, posterior_draws
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class MemoryCheck:
     values: dict[str, np.ndarray] = field(default_factory=dict)
     lower: dict[str, np.ndarray] = field(default_factory=dict)
     upper: dict[str, np.ndarray] = field(default_factory=dict)
+    posterior: dict[str, PosteriorSummary] = field(default_factory=dict)
+    """Per spec: the memory chain's posterior (Dirichlet draws of its conditional columns' effective counts)."""
     info: dict[str, Any] = field(default_factory=dict)
 
     def row(self, spec: str, i: int) -> dict[str, Any]:
@@ -56,6 +61,12 @@ class MemoryCheck:
             lo, hi = self.lower.get(spec), self.upper.get(spec)
             out["memory_lower"] = None if lo is None else float(lo[i])
             out["memory_upper"] = None if hi is None else float(hi[i])
+            q = self.posterior.get(spec)
+            if q is not None:
+                err = None if q.mc_error is None else float(q.mc_error[i])
+                out |= {f"memory_posterior_{k}": round_to_error(float(getattr(q, k)[i]), err or 0.0)
+                        for k in ("lower", "upper", "mean")}
+                out["memory_posterior_mc_error"] = None if err is None else float(f"{err:.2g}")
         if self.status == INCONCLUSIVE:
             out["status"] = INCONCLUSIVE
             out["inconclusive_reason"] = self.reason
@@ -93,6 +104,8 @@ def check_memory(system: AbstractSystem, counted: CountedObservations, runs: Obs
     values = {name: np.asarray(check(chain, f))[starts] for name, f in specs.items()}
     starts = np.asarray(mem_system.initial_states, dtype=np.int64)  # the bounds: over the whole product
     bounds, binfo = chain_bounds(mem_system, mem_counted, specs, cfg, f"{where} (memory chain)", warnings)
+    post = chain_posterior(mem_system, mem_counted.model(), posterior_draws(mem_counted, cfg, where, "memory"), specs,
+                           cfg, warnings)
     clusters = _clusters(mem_counted, binfo.get("decision_bins"))
     if clusters is not None and clusters < MIN_CLUSTERS:
         reason = (f"{where}: the chain with observation memory reads conditional columns resting on {clusters} "
@@ -100,7 +113,7 @@ def check_memory(system: AbstractSystem, counted: CountedObservations, runs: Obs
         warnings.append(reason)
     return MemoryCheck(
         MEMORY, "", values, {k: b.lower[starts] for k, b in bounds.items()},
-        {k: b.upper[starts] for k, b in bounds.items()},
+        {k: b.upper[starts] for k, b in bounds.items()}, post,
         {**_info(a), "memory_states": chain.n_states, "memory_decision_bins": binfo.get("decision_bins"),
          "memory_clusters": clusters},
     )

@@ -184,3 +184,41 @@ def test_a_difference_without_spread_between_episodes_is_dependent_and_says_so()
     assert t.verdict == DEPENDENT and t.p_value is None
     a = assess(runs, counted, 0, [0])
     assert any("the same in every episode" in w for w in a.warnings)
+
+
+def test_memory_chain_carries_a_posterior_that_holds_the_truth_and_a_point_verdict_reads_a_bound():
+    """Issue 24 item 3: the memory chain's P(phi) comes with its posterior credible interval (Dirichlet draws of its
+    conditional columns' counts, episodes through their design effect), and a requirement never reads its point."""
+    from pydantic import TypeAdapter
+
+    from perception_safety.evaluation.requirements import Requirement
+    from perception_safety.evaluation.requirements import check as check_reqs
+    from perception_safety.verification.config import VerificationConfig
+    from perception_safety.verification.memory_check import check_memory
+
+    r, q = 0.8, 0.1
+    runs = ObservationRuns.from_sequences(markov_miss_sequences(np.random.default_rng(8), 150, 10, 2, r, q), 2, 3)
+    counted = counted_of(runs, clusters=True)
+    g = Geometry.reference(3)
+    sys_ = car_pedestrian_system(g, {"ped": True, "obs": False}, [2], controller=emergency_stop(g))
+    truth = q / (1 - r + q) * r ** 3  # as in the test above
+    warnings: list[str] = []
+    cfg = VerificationConfig(posterior={"draws": 400})
+    m = check_memory(sys_, counted, runs, 0, {"h": HAZARD}, cfg, "v/e/V=3", warnings)
+    row = m.row("h", 0)
+    assert row["independence"] == MEMORY
+    assert row["memory_posterior_lower"] <= truth <= row["memory_posterior_upper"]
+    assert row["memory_posterior_lower"] <= row["memory_probability"] <= row["memory_posterior_upper"]
+    assert 0 < row["memory_posterior_mc_error"] < 0.02
+    # A requirement on this row with bound: point is judged on the conservative bound, never the point.
+    results = {"verification": {"results": [{"variant": "v", "true_env": "e", "spec": "h", "max_speed": 3,
+                                             "initial_speed": 2, "probability": 0.001, "clusters": 150, **row}]}}
+    req = TypeAdapter(list[Requirement]).validate_python(
+        [{"metric": "verification", "spec": "h", "at_most": row["memory_probability"] + 1e-9}])
+    (v,) = check_reqs(req, results)
+    assert v.status == "FAIL" and v.value == row["memory_upper"] and "upper bound" in v.detail
+    no_bounds = {k: v for k, v in row.items() if k not in ("memory_lower", "memory_upper")}
+    results["verification"]["results"][0] = {**results["verification"]["results"][0], **no_bounds,
+                                             "memory_lower": None, "memory_upper": None}
+    (v,) = check_reqs(req, results)
+    assert v.value == row["memory_posterior_upper"] and "posterior" in v.detail

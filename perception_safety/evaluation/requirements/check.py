@@ -56,6 +56,12 @@ class Measured:
     effective_n: float | None = None
     inconclusive: str = ""
     """Why the analysis itself calls the number inconclusive (a verification row's status), empty when it does not."""
+    judged_on: str = ""
+    """A bound that replaces ``bound: point`` (the memory chain's P(φ) is never judged on its point), else empty."""
+
+    def value(self, bound: str) -> float | None:
+        """The figure a requirement with ``bound`` compares (``judged_on`` first)."""
+        return {"point": self.point, "lower": self.lower, "upper": self.upper}[self.judged_on or bound]
 
 
 @dataclass(frozen=True)
@@ -125,7 +131,7 @@ def _verification(r: VerificationRequirement, results: Mapping[str, Any]) -> Mea
         return Measured(missing="no verification result matches" + (f" (skipped: {skipped})" if skipped else ""))
     worst_low = r.at_least is not None
     key = {"point": "probability", "lower": "lower", "upper": "upper"}[r.bound]
-    keys = [_memory_key(row, key) for row in rows]
+    keys = [_memory_key(row, key, worst_low) for row in rows]
     values = [_num(row.get(k)) for row, k in zip(rows, keys, strict=True)]
     if any(v is None for v in values):
         return Measured(missing=f"the {len(rows)} matching verification row(s) carry no '{key}' value")
@@ -138,16 +144,33 @@ def _verification(r: VerificationRequirement, results: Mapping[str, Any]) -> Mea
     counts = [row.get(k) for k in ("clusters", "memory_clusters" if mem else "clusters")]
     clusters = min((c for c in counts if isinstance(c, int)), default=None)
     reasons = list(dict.fromkeys(str(q["inconclusive_reason"]) for q in rows if q.get("inconclusive_reason")))
-    p = "memory_" if mem else ""
-    return Measured(
-        _num(row.get(f"{p}probability")), _num(row.get(f"{p}lower")), _num(row.get(f"{p}upper")), None, detail,
-        clusters=clusters, inconclusive="; ".join(reasons),
-    )
+    if not mem:
+        return Measured(
+            _num(row.get("probability")), _num(row.get("lower")), _num(row.get("upper")), None, detail,
+            clusters=clusters, inconclusive="; ".join(reasons),
+        )
+    lower, upper = (_num(row.get(_memory_key(row, k, worst_low))) for k in ("lower", "upper"))
+    judged_on = ""
+    if r.bound == "point":
+        judged_on = "lower" if worst_low else "upper"
+        detail += f" (judged on its {judged_on} bound: a point from conditional columns is not a verdict)"
+    if keys[i].startswith("memory_posterior_"):
+        detail += "; bounds: the memory chain's posterior credible interval (no interval-chain bounds)"
+    return Measured(_num(row.get("memory_probability")), lower, upper, None, detail, clusters=clusters,
+                    inconclusive="; ".join(reasons), judged_on=judged_on)
 
 
-def _memory_key(row: Mapping[str, Any], key: str) -> str:
-    """The memory chain's figure where the row's chain found runs of misses (issue 24 item 9), else ``key``."""
-    return f"memory_{key}" if row.get("independence") == "memory" else key
+def _memory_key(row: Mapping[str, Any], key: str, worst_low: bool = True) -> str:
+    """The memory chain's figure where the row's chain found runs of misses (issue 24 items 9 and 3), else ``key``:
+    never its point (``probability`` reads the conservative bound), its posterior bound where the interval chain
+    gave none."""
+    if row.get("independence") != "memory":
+        return key
+    if key == "probability":
+        key = "lower" if worst_low else "upper"
+    if _num(row.get(f"memory_{key}")) is None and _num(row.get(f"memory_posterior_{key}")) is not None:
+        return f"memory_posterior_{key}"
+    return f"memory_{key}"
 
 
 def _class_confusion(doc: Mapping[str, Any]) -> DistanceConfusion:
@@ -174,7 +197,8 @@ def _confusion_rate(r: RateRequirement, results: Mapping[str, Any], alpha: float
         if not bins:
             return Measured(missing=f"no bin lies within [{lo:g}, {hi:g}] m")
         span = f"bins [{dc.bin_edges[bins[0]][0]:g}, {dc.bin_edges[bins[-1]][1]:g}) m"
-    method = "cluster-aware (Korn-Graubard)" if dc.clusters is not None else "Clopper-Pearson"
+    clustered = "cluster-aware (Korn-Graubard with beta-binomial profile)"
+    method = clustered if dc.clusters is not None else "Clopper-Pearson"
     level = f"{100 * (1 - alpha):g} % {method}"
     if r.metric == "recall":
         return _proportion(recall_of(dc, c, bins, alpha), f"objects of '{r.class_}', {span}, {level}")
@@ -295,18 +319,19 @@ def measure(req: RequirementBase, results: Mapping[str, Any], alpha: float = 0.0
 
 def judge(req: RequirementBase, m: Measured, min_clusters: int = MIN_CLUSTERS) -> tuple[str, str]:
     """``(status, detail)`` of one requirement on its measured number (module docstring)."""
-    value = {"point": m.point, "lower": m.lower, "upper": m.upper}[req.bound]
+    value = m.value(req.bound)
     op, thr = req.threshold
     if m.missing:
         return NOT_EVALUATED, m.missing
     if value is None:
-        return NOT_EVALUATED, f"no {req.bound} value ({m.detail})"
+        return NOT_EVALUATED, f"no {m.judged_on or req.bound} value ({m.detail})"
     ok = value >= thr if op == ">=" else value <= thr
     if m.inconclusive:
         return INCONCLUSIVE, f"{m.detail}; {m.inconclusive}"
     if m.clusters is not None and m.clusters < min_clusters:
         point_misses = m.point is not None and (m.point < thr if op == ">=" else m.point > thr)
-        beyond_point = req.bound == "point" or (req.bound == "lower") == (op == ">=")
+        bound = m.judged_on or req.bound
+        beyond_point = bound == "point" or (bound == "lower") == (op == ">=")
         if point_misses and beyond_point:
             return FAIL, f"{m.detail}; the estimate itself misses the threshold (only {m.clusters} clusters)"
         return INCONCLUSIVE, (
@@ -323,7 +348,7 @@ def check(
     out = []
     for i, req in enumerate(reqs):
         m = measure(req, results, alpha)
-        value = {"point": m.point, "lower": m.lower, "upper": m.upper}[req.bound]
+        value = m.value(req.bound)
         op, thr = req.threshold
         status, detail = judge(req, m, min_clusters)
         out.append(
