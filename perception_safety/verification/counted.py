@@ -25,7 +25,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from perception_safety.evaluation.clustered import degrees_of_freedom_factor, design_effect, effective_counts
+from perception_safety.evaluation.clustered import (
+    clustered_proportion,
+    degrees_of_freedom_factor,
+    design_effect,
+    effective_counts,
+)
 from perception_safety.evaluation.confusion.types import column_normalize
 from perception_safety.evaluation.intervals import bonferroni, clopper_pearson
 from perception_safety.verification.builder import Observation, ObservationModel
@@ -125,7 +130,27 @@ class CountedObservations:
                         where=w.sum(axis=(0, 1)) > 0)  # [true]
         m_w = np.divide((n_c ** 2).sum(axis=0), frames, out=np.ones(frames.shape), where=frames > 0)
         pooled = 1.0 + (m_w - 1.0) * rho[None, :]
-        return ColumnDesign(deff=np.maximum(deff.max(axis=1), pooled), clusters=k.max(axis=1), frames=frames)
+        clusters = k.max(axis=1)
+        hits = np.maximum(deff.max(axis=1), np.maximum(pooled, self._hit_design(n_c, clusters)))
+        return ColumnDesign(deff=hits, clusters=clusters, frames=frames)
+
+    def _hit_design(self, n_c: np.ndarray, clusters: np.ndarray) -> np.ndarray:
+        """Per used ``[bin, true]`` column: the design effect implied by the cluster-aware interval of its hit rate
+        (`evaluation.clustered.clustered_proportion`, whose profile likelihood sees what the spread between episodes
+        cannot: a good detector whose rare bad episodes the sample lacks), net of the ``(z/t)²`` factor that
+        `sample` applies itself; 1 elsewhere."""
+        out = np.ones(n_c.shape[1:])
+        assert self.clusters is not None
+        factor = degrees_of_freedom_factor(clusters, 0.05)
+        for b in range(n_c.shape[1]):
+            for t in self.true_columns.tolist():
+                trials = n_c[:, b, t]
+                if (trials > 0).sum() < 2:
+                    continue
+                r = clustered_proportion(self.clusters[:, b, t, t], trials)
+                if r.effective_n > 0:
+                    out[b, t] = trials.sum() * factor[b, t] / r.effective_n
+        return out
 
     def n_bins_used(self, bins: Sequence[int] | np.ndarray | None) -> int:
         """How many bins the Bonferroni split covers: ``bins`` (those the chain decides in), default all."""

@@ -50,3 +50,12 @@ def test_posterior_covers_for_good_detectors(frames):
     assert split.posterior.covered >= floor(split.posterior.trials), split
     assert dirichlet.posterior.covered < split.posterior.covered
     assert dirichlet.posterior.upper_below > split.posterior.upper_below  # the pull: upper ends below the truth
+
+
+def test_posterior_covers_good_detectors_with_bad_episodes():
+    """P(ped | ped) = 0.98 / 0.95 and ICC 0.6 over 10 episodes: most episodes perfect, a rare one mostly blind.
+    The column's design effect from Korn-Graubard alone misses them (posterior coverage 0.865 in 100 trials); the
+    hit rate's cluster-aware interval (with the beta-binomial profile) keeps them."""
+    r = chain_coverage(ChainSetup(hit=(0.98, 0.95)), trials=60, clusters=10, frames=10, icc=0.6, seed=11, draws=300)
+    assert r.bounds.covered >= floor(r.bounds.trials), r
+    assert r.posterior.covered >= floor(r.posterior.trials), r
