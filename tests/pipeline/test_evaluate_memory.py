@@ -112,6 +112,10 @@ def test_runs_of_misses_give_the_memory_chain_beside_the_memoryless_one(runs_bag
     item = res["requirements"]["items"][0]
     assert item["upper"] == pytest.approx(row["memory_upper"]) and "observation memory" in item["detail"]
     assert item["status"] == "PASS" and code == 0
+    # Issue 24 item 8: every episode's own chain, averaged, beside the pooled chain (results, screen, report).
+    assert row["episode_chains"] == EPISODES
+    assert 0 <= row["episode_lower"] <= row["episode_mean"] <= row["episode_upper"] <= 1
+    assert "per-episode chains: mean" in printed and "mean over episodes" in html
 
 
 def test_p_phi_on_fewer_than_ten_episodes_is_inconclusive_and_check_exits_3(runs_bags, capsys):
