@@ -107,14 +107,29 @@ def _assert_same_interval(iv, ref, atol):
     np.testing.assert_allclose(iv.grid_hi, ref[2][1], rtol=0, atol=atol)
 
 
-@pytest.mark.parametrize("model", ["hurdle", "gaussian"])
-def test_resamples_from_counts_equal_the_estimate_rerun_on_each_resample(model):
+SETTINGS = [{"model": "hurdle"}, {"model": "gaussian"}, {"lam_selection": "aic"}, {"min_side": 5, "alpha": 0.3}]
+
+
+@pytest.mark.parametrize("settings", SETTINGS)
+def test_resamples_from_counts_equal_the_estimate_rerun_on_each_resample(settings):
     # distinct distances <= MAX_CELLS: each cell is one distance, the cell sums are the resample's samples
     x, y, g = hurdle_samples(1500, 6, tracks=25)
-    cfg = PCDConfig(model=model, bootstrap={"n_boot": 30, "seed": 3})
+    cfg = PCDConfig(**settings, bootstrap={"n_boot": 20, "seed": 3})
     res = compute_pcd(x, y, cfg)
     iv = bootstrap_pcd(res, x, y, g, cfg).interval
-    assert iv.n_ok == 30 and iv.to_dict()["resample_distances"] == "exact"
+    assert iv.n_ok == 20 and iv.to_dict()["resample_distances"] == "exact"
+    _assert_same_interval(iv, _brute_force(x, y, g, cfg, res), atol=1e-9)
+
+
+def test_resamples_from_counts_with_tied_distances_and_negative_scores():
+    # distances rounded to 1 m (many samples share one, across tracks); Gaussian scores below 0 far out
+    rng = np.random.default_rng(1)
+    x = np.round(rng.uniform(5, 150, 1500))
+    g = rng.integers(0, 20, 1500)
+    y = 0.9 - 0.004 * x + rng.normal(0, 0.05 + 0.001 * x, 1500)
+    cfg = PCDConfig(model="gaussian", lam_selection="gcv", bootstrap={"n_boot": 20, "seed": 5})
+    res = compute_pcd(x, y, cfg)
+    iv = bootstrap_pcd(res, x, y, g, cfg).interval
     _assert_same_interval(iv, _brute_force(x, y, g, cfg, res), atol=1e-9)
 
 
