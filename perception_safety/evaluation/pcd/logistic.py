@@ -60,7 +60,7 @@ def _irls(basis, y: np.ndarray, penalty: np.ndarray, lam: float, max_iter: int, 
     if start is not None and np.shape(start) == (k,):
         beta = np.array(start, dtype=float)  # warm start (the bootstrap: the full data's coefficients)
     elif trials is not None:
-        rate = (trials @ y + 0.5) / (trials.sum() + 1.0)
+        rate = (np.sum(trials * y) + 0.5) / (trials.sum() + 1.0)
         beta = np.full(k, np.log(rate / (1.0 - rate)))
     else:  # the logit of the smoothed overall rate (never 0 or 1)
         rate = (y.sum() + 0.5) / (y.size + 1.0)
@@ -97,7 +97,7 @@ def _irls(basis, y: np.ndarray, penalty: np.ndarray, lam: float, max_iter: int, 
 def _deviance(y: np.ndarray, p: np.ndarray, trials: np.ndarray | None = None) -> float:
     p = np.clip(p, 1e-15, 1.0 - 1e-15)
     terms = y * np.log(p) + (1.0 - y) * np.log1p(-p)
-    return float(-2.0 * (np.sum(terms) if trials is None else trials @ terms))
+    return float(-2.0 * np.sum(terms if trials is None else trials * terms))  # no BLAS dot: it threads
 
 
 def fit_logistic_pspline(

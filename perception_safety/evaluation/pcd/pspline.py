@@ -118,7 +118,7 @@ def _gram(x: np.ndarray, y: np.ndarray, knots: np.ndarray, degree: int, intercep
         gram[:k, k] = col
         gram[k, :k] = col
         gram[k, k] = x.size if w is None else w.sum()
-        rhs[k] = y.sum() if w is None else w @ y
+        rhs[k] = y.sum() if w is None else np.sum(w * y)
     return sparse, gram, rhs
 
 
@@ -178,7 +178,7 @@ def fit_pspline(
     def fit_at(lam_value: float) -> tuple[np.ndarray, float, float]:
         beta = _solve(gram, penalty, rhs, lam_value, ridge)
         fitted = sparse @ beta[:n_splines] + (beta[n_splines] if intercept else 0.0)
-        rss = float(np.sum((y - fitted) ** 2)) if w is None else float(w @ (y - fitted) ** 2) + rss_offset
+        rss = float(np.sum((y - fitted) ** 2)) if w is None else float(np.sum(w * (y - fitted) ** 2)) + rss_offset
         a = gram + lam_value * penalty + ridge * np.eye(m)
         edf = float(np.trace(solve(a, gram, assume_a="pos")))
         return beta, rss, edf
