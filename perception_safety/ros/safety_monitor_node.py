@@ -174,20 +174,14 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self._reject(self.image_topic, str(exc), unjudged=True)
             except Exception as exc:  # the node never dies on input
                 self._reject(self.image_topic, f"internal error: {type(exc).__name__}: {exc}", unjudged=True)
-            self._check_liveness_after_input(frames)
+            if self.liveness.frames == frames:
+                self._check_liveness()
 
         def _received(self, topic: str) -> None:
             """An input message arrived (good or bad), one clock read for liveness and input health."""
             now = self._now()
             self.liveness.input(topic, now)
             self.health.received(now)
-
-        def _check_liveness_after_input(self, frames: int) -> None:
-            """`_check_liveness` after an input that made no frame, unless liveness is OK and stays OK (frames flow:
-            nothing to publish), the steady case of the first message of each pair."""
-            if self.liveness.frames == frames and not (self.liveness_level == Level.OK
-                                                       and self.liveness.flowing(self._now())):
-                self._check_liveness()
 
         def _on_camera_info(self, raw: bytes) -> None:
             try:
@@ -228,7 +222,8 @@ def make_node(name: str = NODE_NAME) -> Any:
                 self._reject(self.det_topic, str(exc), unjudged=True)
             except Exception as exc:
                 self._reject(self.det_topic, f"internal error: {type(exc).__name__}: {exc}", unjudged=True)
-            self._check_liveness_after_input(frames)
+            if self.liveness.frames == frames:
+                self._check_liveness()
 
         def _offer(self, stamp: int, frame_id: str, reading: DetectionReading) -> None:
             """A detection message: a second one for a processed frame is a conflict, judged again on both."""
@@ -350,8 +345,12 @@ def make_node(name: str = NODE_NAME) -> Any:
             return ", ".join(parts) + f"; transport: {self.transport['transport']}"
 
         def _check_liveness(self) -> None:
-            """Stop requests while liveness is ERROR (rate-limited); /diagnostics at once when its level changes."""
+            """Stop requests while liveness is ERROR (rate-limited); /diagnostics at once when its level changes.
+            Nothing to do while it is OK and frames flow (the steady case of the watchdog and of the first message
+            of each pair): the full state (message text, detail string) is skipped then."""
             now = self._now()
+            if self.liveness_level == Level.OK and self.liveness.flowing(now):
+                return
             state = self._live(now, with_rates=False)
             if state.stop and now - self.liveness_stop_ns >= LIVENESS_STOP_PERIOD_NS:
                 self.liveness_stop_ns = now
