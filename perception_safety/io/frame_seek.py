@@ -8,7 +8,7 @@ stamp is wanted (within the tolerance). Cost: one image decode per wanted frame,
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,8 +33,13 @@ def _header_stamp(raw: bytes | memoryview) -> int | None:
     return sec * 1_000_000_000 + nanosec
 
 
-def images_at(bag: str | Path, topic: str, stamps: Iterable[int], tolerance_ns: int = 0) -> dict[int, np.ndarray]:
-    """Decoded images (HxWx3 RGB or HxW) of ``topic`` at the wanted stamps; a stamp without an image is absent."""
+def images_at(bag: str | Path, topic: str | Sequence[str], stamps: Iterable[int],
+              tolerance_ns: int = 0) -> dict[int, np.ndarray]:
+    """Decoded images (HxWx3 RGB or HxW) of ``topic`` at the wanted stamps; a stamp without an image is absent.
+
+    ``topic`` may be several names: each recorded one is tried in turn (one opening of the bag) until one gives
+    an image, as for a camera recorded raw or through image_transport's ``/compressed``.
+    """
     wanted = np.unique(np.asarray(sorted(set(int(s) for s in stamps)), dtype=np.int64))
     out: dict[int, np.ndarray] = {}
     if wanted.size == 0:
@@ -45,32 +50,40 @@ def images_at(bag: str | Path, topic: str, stamps: Iterable[int], tolerance_ns: 
     except Exception as exc:
         raise BagError(f"{bag}: cannot open bag: {exc}") from exc
     try:
-        conns = [c for c in reader.connections if c.topic == topic]
-        if not conns:
-            return out
-        if conns[0].msgtype not in _DECODE:
-            raise BagError(f"{bag}: topic {topic} has type {conns[0].msgtype}, expected an image")
-        store = ros2_typestore()
-        for conn, _, raw in reader.messages(connections=conns):
-            stamp = _header_stamp(raw)
-            if stamp is None:
-                continue
-            k = int(np.searchsorted(wanted, stamp))
-            near = [j for j in (k - 1, k) if 0 <= j < wanted.size and abs(int(wanted[j]) - stamp) <= tolerance_ns]
-            if not near:
-                continue
-            target = int(wanted[min(near, key=lambda j: abs(int(wanted[j]) - stamp))])
-            if target in out:
-                continue
-            try:
-                out[target] = _DECODE[conn.msgtype](store.deserialize_cdr(memoryview(raw), conn.msgtype))
-            except Exception:  # a corrupt image: the frame is shown without a picture
-                continue
-            if len(out) == wanted.size:
+        for name in [topic] if isinstance(topic, str) else topic:
+            conns = [c for c in reader.connections if c.topic == name]
+            if conns:
+                _decode_wanted(bag, reader, conns, wanted, tolerance_ns, out)
+            if out:
                 break
     finally:
         reader.close()
     return out
+
+
+def _decode_wanted(bag: str | Path, reader: Reader, conns: list, wanted: np.ndarray, tolerance_ns: int,
+                   out: dict[int, np.ndarray]) -> None:
+    """Decode into ``out`` the first image of ``conns`` within the tolerance of each wanted stamp."""
+    if conns[0].msgtype not in _DECODE:
+        raise BagError(f"{bag}: topic {conns[0].topic} has type {conns[0].msgtype}, expected an image")
+    store = ros2_typestore()
+    for conn, _, raw in reader.messages(connections=conns):
+        stamp = _header_stamp(raw)
+        if stamp is None:
+            continue
+        k = int(np.searchsorted(wanted, stamp))
+        near = [j for j in (k - 1, k) if 0 <= j < wanted.size and abs(int(wanted[j]) - stamp) <= tolerance_ns]
+        if not near:
+            continue
+        target = int(wanted[min(near, key=lambda j: abs(int(wanted[j]) - stamp))])
+        if target in out:
+            continue
+        try:
+            out[target] = _DECODE[conn.msgtype](store.deserialize_cdr(memoryview(raw), conn.msgtype))
+        except Exception:  # a corrupt image: the frame is shown without a picture
+            continue
+        if len(out) == wanted.size:
+            break
 
 
 def frames_at(bag: str | Path, stamps: Iterable[int], topics: BagTopics | None = None, tolerance_ns: int = 0,
@@ -80,8 +93,6 @@ def frames_at(bag: str | Path, stamps: Iterable[int], topics: BagTopics | None =
     wanted = {int(s) for s in stamps}
     frames = {f.stamp_ns: f for f in read_frames(bag, topics, tolerance_ns, with_images=False, report=BagReadReport())
               if f.stamp_ns in wanted}
-    topic = image_topic or topics.image
-    images = images_at(bag, topic, frames, tolerance_ns)
-    if not images and image_topic is None:
-        images = images_at(bag, topic + "/compressed", frames, tolerance_ns)
+    names = [image_topic] if image_topic is not None else [topics.image, topics.image + "/compressed"]
+    images = images_at(bag, names, frames, tolerance_ns)
     return {s: replace(f, image=images.get(s)) for s, f in frames.items()}

@@ -19,11 +19,25 @@ from perception_safety.evaluation.pcd.compute import PCDResult
 from perception_safety.report.pcd_plots import draw_fit
 from perception_safety.safe_io import atomic_path
 
+Margins = tuple[float, float, float, float, float, float]
+"""Fixed margins in inches: left, right, bottom, top (suptitle and panel title), between columns, between rows."""
+RECALL_MARGINS: Margins = (0.6, 0.15, 0.5, 0.55, 0.45, 0.75)
+PCD_MARGINS: Margins = (0.75, 0.15, 0.55, 0.55, 0.6, 0.8)
 
-def _grid(n: int, cols: int, w: float, h: float, sharey: bool = True):
+
+def _grid(n: int, cols: int, w: float, h: float, sharey: bool = True, margins: Margins | None = None):
+    """A grid of ``n`` panels of about ``w`` x ``h`` inches. With ``margins`` the layout is fixed (the labels'
+    room known in advance: no layout pass, which costs as much as drawing the figure); else constrained."""
     cols = max(1, min(cols, n))
     rows = math.ceil(n / cols)
-    fig = Figure(figsize=(w * cols, h * rows + 0.5), layout="constrained")
+    width, height = w * cols, h * rows + 0.5
+    fig = Figure(figsize=(width, height), layout=None if margins else "constrained")
+    if margins:
+        left, right, bottom, top, between_cols, between_rows = margins
+        panel_w = (width - left - right - (cols - 1) * between_cols) / cols
+        panel_h = (height - bottom - top - (rows - 1) * between_rows) / rows
+        fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                            wspace=between_cols / panel_w, hspace=between_rows / panel_h)  # fmt: skip
     axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey)
     for ax in axes.flat[n:]:
         ax.set_axis_off()
@@ -32,8 +46,8 @@ def _grid(n: int, cols: int, w: float, h: float, sharey: bool = True):
 
 def _not_computed(ax, title: str, why: str) -> None:
     ax.set_title(title, fontsize=9)
-    ax.set_xticks([])
-    ax.set_yticks([])
+    # hide this panel's ticks only (set_yticks([]) would empty the axis the other panels share)
+    ax.tick_params(left=False, labelleft=False, bottom=False, labelbottom=False)
     ax.text(0.5, 0.5, f"not computed:\n{why}", ha="center", va="center", fontsize=8, wrap=True, transform=ax.transAxes)
 
 
@@ -48,7 +62,7 @@ def recall_small_multiples(
     per_value: Mapping[str, Sequence[ClassMetrics]], attribute: str, path: str | Path, alpha: float = 0.05
 ) -> Path:
     """Recall per distance bin (bin centre) per class, one panel per condition value, with interval error bars."""
-    fig, axes = _grid(len(per_value), 4, 3.3, 2.6)
+    fig, axes = _grid(len(per_value), 4, 3.3, 2.6, margins=RECALL_MARGINS)
     for ax, (value, metrics) in zip(axes, per_value.items(), strict=False):
         labels = list(dict.fromkeys(m.label for m in metrics if m.bin != "pooled"))
         drawn = False
@@ -72,7 +86,8 @@ def recall_small_multiples(
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     level = f"{100 * (1 - alpha):g} %"
-    fig.suptitle(f"Recall vs distance by {attribute} (error bars: {level} Clopper-Pearson)", fontsize=10)
+    fig.suptitle(f"Recall vs distance by {attribute} (error bars: {level} Clopper-Pearson)", fontsize=10, y=0.995,
+                 va="top")
     return _save(fig, path)
 
 
@@ -80,7 +95,7 @@ def pcd_small_multiples(
     per_value: Mapping[str, PCDResult | str], attribute: str, target: str, path: str | Path
 ) -> Path:
     """PCD fit (samples, spline, band, PCD line) of one target, one panel per value; a string = why not computed."""
-    fig, axes = _grid(len(per_value), 3, 4.2, 3.2)
+    fig, axes = _grid(len(per_value), 3, 4.2, 3.2, margins=PCD_MARGINS)
     for ax, (value, res) in zip(axes, per_value.items(), strict=False):
         title = f"{attribute} = {value}"
         if isinstance(res, str):
@@ -91,7 +106,8 @@ def pcd_small_multiples(
         leg = ax.get_legend()
         if leg is not None:
             leg.remove()
-    fig.suptitle(f"PCD of '{target}' by {attribute}: IoU × confidence vs distance (m), red line = PCD", fontsize=10)
+    fig.suptitle(f"PCD of '{target}' by {attribute}: IoU × confidence vs distance (m), red line = PCD", fontsize=10,
+                 y=0.995, va="top")
     return _save(fig, path)
 
 
