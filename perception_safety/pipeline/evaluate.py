@@ -59,13 +59,35 @@ class NothingUsableError(PerceptionSafetyError):
     """No frame could be read from any input."""
 
 
+_SPECS: dict[tuple[Any, ...], Spec] = {}
+"""Compiled specs of this process (one compile per spec and config, not one per bag)."""
+
+
 def load_evaluate_spec(name: str, cfg: EvaluateConfig) -> Spec:
-    """A BBSL spec of ``evaluate.bbsl_specs``: ``stop_region`` or a file (relative to ``cfg.base_dir``)."""
+    """A BBSL spec of ``evaluate.bbsl_specs``: ``stop_region`` or a file (relative to ``cfg.base_dir``); compiled once
+    per process for the same spec, file state and config (a `Spec` only caches its compilations)."""
+    path = Path(name) if Path(name).is_absolute() else Path(cfg.base_dir) / name
+    state = None
+    if name != STOP_REGION_SPEC:
+        try:
+            st = path.stat()
+            state = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            state = None  # load_spec names the problem
+    key = (name, str(path), state, cfg.bbsl.model_dump_json(), cfg.monitors.stop_region.model_dump_json())
+    if state is not None or name == STOP_REGION_SPEC:
+        cached = _SPECS.get(key)
+        if cached is not None:
+            return cached
     if name == STOP_REGION_SPEC:
         bindings = {**cfg.bbsl.bindings, **bbsl_bindings(cfg.monitors.stop_region, cfg.bbsl.image_size)}
-        return load_spec(STOP_REGION_BBSL, bindings, cfg.bbsl.image_size)
-    path = Path(name) if Path(name).is_absolute() else Path(cfg.base_dir) / name
-    return load_spec(path, cfg.bbsl.bindings, cfg.bbsl.image_size)
+        spec = load_spec(STOP_REGION_BBSL, bindings, cfg.bbsl.image_size)
+    else:
+        spec = load_spec(path, cfg.bbsl.bindings, cfg.bbsl.image_size)
+    if len(_SPECS) > 32:
+        _SPECS.clear()
+    _SPECS[key] = spec
+    return spec
 
 
 def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
