@@ -87,6 +87,25 @@ def plan_episodes(cfg: EpisodesConfig) -> list[EpisodeSpec]:
 
 
 
+def check_camera_mount(specs: list[EpisodeSpec], monitors: MonitorsConfig) -> None:
+    """`EpisodeRunError` when the stop rule places a ground corridor with a mounting other than the simulated
+    camera's (``scenario.camera`` z, pitch_deg, y): the corridor would lie on another part of the road, silently."""
+    stop = monitors.stop_region
+    if not stop.enabled or stop.corridor is None:
+        return
+    mount = monitors.camera
+    for spec in specs:
+        cam = spec.scenario.camera
+        given = (mount.height_m, mount.pitch_deg, mount.lateral_offset_m)
+        if given != (cam.z, cam.pitch_deg, cam.y):
+            raise EpisodeRunError(
+                f"monitors.camera (height_m {mount.height_m}, pitch_deg {mount.pitch_deg:g}, lateral_offset_m "
+                f"{mount.lateral_offset_m:g}) is not the simulated camera of scenario '{spec.scenario_name}' "
+                f"(z {cam.z:g}, pitch_deg {cam.pitch_deg:g}, y {cam.y:g}): the stop rule's ground corridor "
+                "(monitors.stop_region.corridor) would be placed on another part of the road; set monitors.camera "
+                "to the scenario's camera")
+
+
 def sweep_fingerprint(cfg: EpisodesConfig, monitors: MonitorsConfig, backend: str) -> dict[str, Any]:
     """Everything that decides an episode's content (the monitors' file path itself excluded)."""
     episodes = cfg.model_dump(mode="json", exclude={"monitors_file": True, "executor": True, "carla": {"servers"}})

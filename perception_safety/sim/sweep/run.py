@@ -20,6 +20,7 @@ from perception_safety.sim.sweep.planning import (
     SWEEP_CONFIG_FILE,
     EpisodeRunError,
     EpisodeSpec,
+    check_camera_mount,
     check_sweep_fingerprint,
     plan_episodes,
     sweep_fingerprint,
@@ -105,6 +106,7 @@ def run_sweep(
     executor = executor or ExecutorConfig(jobs=max(jobs, 1))
     monitors = monitors or MonitorsConfig()
     specs = plan_episodes(cfg)
+    check_camera_mount(specs, monitors)
     logs_dir = out / LOGS_DIR
     done = {p.stem for p in logs_dir.glob("*.jsonl")} if logs_dir.is_dir() else set()
     if done and not resume:
