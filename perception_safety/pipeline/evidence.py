@@ -23,6 +23,7 @@ from perception_safety.evaluation.evidence import (
 )
 from perception_safety.io.bag import BagError, BagTopics
 from perception_safety.io.bag_inputs import bag_metadata
+from perception_safety.monitors.regions.resolve import RegionError
 from perception_safety.pipeline.bag_pass import EpisodeFrames, episode_entries
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.pipeline.run_state import load_complete_results
@@ -58,12 +59,18 @@ def evidence_part(ep: EpisodeFrames, cfg: EvaluateConfig, bbsl: Mapping[str, Map
     frames = ep.frames
     col = EvidenceCollector(cfg.evaluate.evidence_per_cell)
     collect_confusion(col, frames, cfg.confusion, batch)
-    collect_stops(col, frames, cfg.monitors, cfg.bbsl.image_size)
+    stops_note = None
+    try:
+        collect_stops(col, frames, cfg.monitors, cfg.bbsl.image_size)
+    except RegionError as exc:  # e.g. a ground corridor on frames without a camera model: no stop evidence, named
+        stops_note = str(exc)
     for spec, part in (bbsl or {}).items():
         collect_bbsl(col, spec, (TestCase(**tc) for tc in part.get("test_cases", [])), frames)
     if ep.verdicts is not None:
         collect_alarms(col, cfg.verification.monitor_loop.status, frames, ep.verdicts)
     doc = col.to_json()
+    if stops_note:
+        doc["stops_not_judged"] = stops_note
     topic = image_topic(ep.source, cfg.bags.topics, ep.topics)
     t0 = min((f.stamp_ns for f in frames), default=0)
     for cell in doc["cells"].values():
@@ -76,7 +83,12 @@ def reduce_evidence(partials: Sequence[Mapping[str, Any]], cfg: EvaluateConfig) 
     """The ``evidence`` block of results.json: definitions, the bound per cell and every cell's count and refs."""
     parts = [ep["evidence"] for _, ep in episode_entries(partials) if "evidence" in ep]
     per_cell = cfg.evaluate.evidence_per_cell
-    return {"definitions": DEFINITIONS, "per_cell": per_cell, "cells": merge_cells(parts, per_cell)}
+    block = {"definitions": DEFINITIONS, "per_cell": per_cell, "cells": merge_cells(parts, per_cell)}
+    unjudged = [(ep.get("episode") or bag, ep["evidence"]["stops_not_judged"]) for bag, ep in episode_entries(partials)
+                if "stops_not_judged" in ep.get("evidence", {})]
+    if unjudged:
+        block["stops_not_judged"] = {"episodes": len(unjudged), "first": unjudged[0][0], "reason": unjudged[0][1]}
+    return block
 
 
 class EvidenceError(PerceptionSafetyError):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
@@ -264,3 +265,23 @@ def test_false_detection_lands_in_the_same_bin_for_ap_and_precision(tmp_path: Pa
     assert res["detection_ap"]["person"]["detections_without_distance"] == 0
     by_bin = res["confusion"]["report"]["detections_unannotated_by_bin"]["person"]  # per bin of EDGES
     assert by_bin[1] == 6 and by_bin[2] == 0
+
+
+def test_stop_rule_needing_a_camera_on_camera_less_frames_is_a_warning_not_a_refused_run(tmp_path: Path) -> None:
+    """The shipped stop rule (rectangle or ground corridor) cannot be placed on dataset frames without a camera:
+    the run goes on, the stop evidence is missing and a warning names why (the other analyses are unaffected)."""
+    from perception_safety.io.config import load_yaml
+
+    data = tmp_path / "d.jsonl"
+    write_jsonl_frames(data, scene_frames(12, 5))
+    monitors = load_yaml(Path(__file__).parents[2] / "config" / "monitors.yaml")["monitors"]
+    assert monitors["stop_region"]["corridor"] is not None  # the shipped rule needs the camera model
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(CONFIG.format(edges=EDGES, analyses="[confusion]") + yaml.safe_dump({"monitors": monitors}))
+    out = tmp_path / "out"
+    assert main(["evaluate", str(data), "--config", str(cfg), "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    warns = [w for w in res["warnings"] if w.get("code") == "stops_not_judged"]
+    assert len(warns) == 1 and "1 episode(s)" in warns[0]["message"] and "camera" in warns[0]["message"]
+    assert not any(k.startswith(("false_stop", "missed_stop")) for k in res["evidence"]["cells"])
+    assert res["confusion"]  # the rest of the run is there

@@ -99,6 +99,10 @@ def _linked_matrices(cells: Mapping[str, Any], classes: Sequence[str], edges: Se
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     """results.json ``evidence`` and the report's evidence section."""
     block = red.evidence
+    if block and block.get("stops_not_judged"):
+        u = block["stops_not_judged"]
+        ev.warn("evidence", f"false/missed stops not collected in {u['episodes']} episode(s) (first: {u['first']}): "
+                f"the stop rule cannot be placed on their frames: {u['reason']}", "stops_not_judged")
     if not block or not block.get("cells"):
         return
     ev.results["evidence"] = block
