@@ -11,7 +11,7 @@ band counts the objects of that size. A frame without the attribute goes to ``un
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
@@ -210,22 +210,24 @@ def size_band_parts(
         if batch is not None:
             part["confusion"] = confusion_part(select_objects(batch, gt_batch == k, det_batch == k), cfg, source)
         if "pcd" in analyses:
-            pairs = zip(frames, gt_band, gt_target, strict=True)
-            kept = [_only_band(f, gb == k, name, edges) for f, gb, tg in pairs if ((gb == k) & tg).any()]
+            pairs = zip(frames, gt_band, det_band, gt_target, strict=True)
+            kept = [_only_band(f, gb == k, db == k, k, index) for f, gb, db, tg in pairs if ((gb == k) & tg).any()]
             part["pcd"] = pcd_parts(kept, cfg, source)
         out[name] = part
     return out
 
 
-def _only_band(f: Frame, gt_keep: np.ndarray, name: str, edges: Sequence[float]) -> Frame:
-    def band(box: Any) -> str:
-        return speed_band(box.y_max - box.y_min, edges, "px")
-
+def _only_band(f: Frame, gt_keep: np.ndarray, det_keep: np.ndarray, k: int,
+               index: Callable[[Sequence[Any]], np.ndarray]) -> Frame:
+    """The frame with only its ground truth, detections and candidates of size band ``k`` (``index``: the band of
+    each box)."""
+    candidates = None if f.candidates is None else tuple(
+        c for c, b in zip(f.candidates, index(f.candidates), strict=True) if b == k)
     return replace(
         f,
         ground_truth=tuple(g for g, keep in zip(f.ground_truth, gt_keep, strict=True) if keep),
-        detections=tuple(d for d in f.detections if band(d.box) == name),
-        candidates=None if f.candidates is None else tuple(c for c in f.candidates if band(c.box) == name),
+        detections=tuple(d for d, keep in zip(f.detections, det_keep, strict=True) if keep),
+        candidates=candidates,
     )
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.evaluation.confusion.config import ConfusionConfig
@@ -64,6 +65,15 @@ class EvaluateSection(BaseModel):
     """Warn when boxes extend more than this many pixels beyond ``bbsl.image_size`` (wrong image size)."""
     evidence_per_cell: int = Field(20, ge=0, le=1000)
     """Frame references kept per confusion cell, failure kind and alarm (the most informative; 0 = none)."""
+
+    @field_validator("speed_bands_mps", "size_bands_px")
+    @classmethod
+    def _increasing(cls, edges: list[float]) -> list[float]:
+        """Band edges must rise: a frame or box belongs to one band (unsorted edges would give overlapping ones)."""
+        for a, b in pairwise(edges):
+            if not b > a:
+                raise ValueError(f"band edges must be strictly increasing, got {a:g} then {b:g}")
+        return edges
 
 
 class TuningSection(BaseModel):

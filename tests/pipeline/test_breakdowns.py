@@ -133,3 +133,12 @@ def test_band_samples_are_a_selection_of_the_episode_samples():
     kinds = {pcd_parts([f for f, keep in zip(frames, m, strict=True) if keep], cfg, "bag")["pedestrian"]["input"]
              for m in (np.ones(80, bool), np.arange(80) % 3 == 0, np.arange(80) % 3 == 1)}
     assert kinds == {"mixed", "raw", "thresholded"}
+
+
+def test_band_edges_must_rise(tmp_path):
+    from perception_safety.io.config import ConfigError
+
+    path = tmp_path / "c.yaml"
+    path.write_text("evaluate:\n  size_bands_px: [0, 50, 25]\n")
+    with pytest.raises(ConfigError, match=r"size_bands_px.*strictly increasing"):
+        load_evaluate_config(path)
