@@ -24,6 +24,7 @@ from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.subset import select_frames, select_objects
 from perception_safety.evaluation.confusion.types import DistanceConfusion
+from perception_safety.evaluation.pcd.sample_table import input_kind, sample_table
 from perception_safety.evaluation.pcd.samples import PCDSamples, samples_from_frames
 from perception_safety.pipeline.evaluate_config import EvaluateConfig, PCDTarget
 
@@ -77,25 +78,18 @@ class FrameSamples:
 
     @classmethod
     def of(cls, frames: Sequence[Frame], t: PCDTarget, cfg: EvaluateConfig, source: str) -> FrameSamples:
-        s = _samples(frames, t, cfg, source)
-        # the extraction's order before its stable sort by distance: frame by frame, each frame's targets in order
         mode = cfg.pcd.samples.input
-        rows = [(float(g.distance), i, mode == "raw" or (mode == "auto" and f.candidates is not None))
-                for i, f in enumerate(frames) for g in f.ground_truth if _is_target(g, t)]  # fmt: skip
-        x = np.asarray([r[0] for r in rows], dtype=float)
-        order = np.argsort(x, kind="stable")
-        frame = np.asarray([r[1] for r in rows], dtype=np.int64)[order]
-        raw = np.asarray([r[2] for r in rows], dtype=bool)[order]
-        assert np.array_equal(x[order], s.x), "PCD samples out of step with their frames"
-        return cls(s, frame, raw, mode)
+        tab = sample_table(frames, t.class_id, t.track_id, t.iou_threshold, t.class_aware, source, mode,
+                           cfg.pcd.bootstrap.unit)  # fmt: skip
+        order = np.argsort(tab.x, kind="stable")  # `samples_from_frames`' sort
+        s = PCDSamples(tab.x[order], tab.y[order], tab.missed[order], source, tab.group[order], tab.input)
+        return cls(s, tab.frame[order], tab.raw[order], mode)
 
     def for_frames(self, frame_mask: np.ndarray) -> dict[str, Any]:
         """The JSON part `pcd_parts` gives for the frames selected by ``frame_mask``."""
         keep = np.asarray(frame_mask, dtype=bool)[self.frame]
         s = self.samples
-        used = set(self.raw[keep].tolist())
-        kind = "mixed" if len(used) == 2 else (
-            ("raw" if used.pop() else "thresholded") if used else ("raw" if self.requested == "raw" else "thresholded"))
+        kind = input_kind(self.raw[keep], self.requested)
         group = None if s.group is None else s.group[keep]
         return _samples_json(PCDSamples(s.x[keep], s.y[keep], s.missed[keep], s.source, group, kind))
 

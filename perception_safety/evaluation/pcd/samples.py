@@ -23,14 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from perception_safety.core import Frame, match_frame
-from perception_safety.core.iou import iou_matrix
-from perception_safety.errors import PerceptionSafetyError
+from perception_safety.core import Frame
+from perception_safety.evaluation.pcd.sample_table import SampleError, sample_table
 from perception_safety.safe_io import atomic_open
-
-
-class SampleError(PerceptionSafetyError):
-    """A sample file is unreadable or malformed (the message names file and line)."""
 
 
 @dataclass(frozen=True)
@@ -79,34 +74,6 @@ def _sorted(
     )
 
 
-def _raw_scores(frame: Frame, iou_threshold: float, class_aware: bool) -> np.ndarray:
-    """Per ground-truth object: IoU x score of its highest-scoring box among detections and candidates, or 0.
-
-    A box counts for the object it overlaps most (admissible pairs only), so one box never serves two targets.
-    """
-    boxes = list(frame.detections) + list(frame.candidates or ())
-    n_gt = len(frame.ground_truth)
-    if not boxes:
-        return np.zeros(n_gt)
-    ious = iou_matrix(
-        np.array([b.box.as_tuple() for b in boxes], dtype=float), frame.ground_truth_boxes()
-    )  # (boxes, gt)
-    ok = (ious > 0.0) & (ious >= iou_threshold)
-    if class_aware:
-        ok &= np.array([b.class_id for b in boxes], dtype=object)[:, None] == np.array(
-            [g.class_id for g in frame.ground_truth], dtype=object
-        )[None, :]
-    masked = np.where(ok, ious, -1.0)
-    best = np.argmax(masked, axis=1)
-    has = masked[np.arange(len(boxes)), best] > 0
-    scores = np.array([b.score for b in boxes], dtype=float)
-    out = np.zeros(n_gt)
-    for i in np.flatnonzero(has):
-        g = best[i]
-        out[g] = max(out[g], ious[i, g] * scores[i])
-    return out
-
-
 def samples_from_frames(
     frames: Iterable[Frame],
     class_id: str | None = None,
@@ -121,45 +88,11 @@ def samples_from_frames(
 
     ``unit`` sets the group ids: ``track`` = source and track id (the source when the object has none),
     ``episode`` = the source. ``input="raw"`` on a frame without recorded candidates is a `SampleError`.
+    All frames at once (`sample_table`), then sorted stably by distance.
     """
-    if input not in ("auto", "raw", "thresholded"):
-        raise ValueError(f"input must be auto, raw or thresholded, got {input!r}")
-    xs: list[float] = []
-    ys: list[float] = []
-    missed: list[bool] = []
-    groups: list[str] = []
-    used: set[str] = set()
-    for frame in frames:
-        if not frame.ground_truth:
-            continue
-        raw = input == "raw" or (input == "auto" and frame.candidates is not None)
-        if raw and frame.candidates is None:
-            raise SampleError(
-                f"{source or 'frames'}: frame {frame.frame_id or frame.stamp_ns}: samples.input is raw but no "
-                "sub-threshold candidates were recorded (use input: thresholded or auto)"
-            )
-        if raw:
-            y_gt = _raw_scores(frame, iou_threshold, class_aware)
-        else:
-            matching = match_frame(frame, iou_threshold=iou_threshold, class_aware=class_aware)
-            det_for_gt = matching.detection_for_gt()
-            iou_for_gt = np.zeros(len(frame.ground_truth))
-            iou_for_gt[matching.gt_indices] = matching.ious
-            y_gt = np.array(
-                [iou_for_gt[g] * frame.detections[d].score if d >= 0 else 0.0 for g, d in enumerate(det_for_gt)]
-            )
-        for g, gt in enumerate(frame.ground_truth):
-            if class_id is not None and gt.class_id != class_id:
-                continue
-            if track_id is not None and gt.track_id != track_id:
-                continue
-            used.add("raw" if raw else "thresholded")
-            xs.append(float(gt.distance))
-            ys.append(float(y_gt[g]))
-            missed.append(bool(y_gt[g] == 0.0))
-            groups.append(f"{source}|{gt.track_id}" if unit == "track" and gt.track_id else source)
-    kind = "mixed" if len(used) == 2 else (used.pop() if used else ("raw" if input == "raw" else "thresholded"))
-    return _sorted(xs, ys, missed, source, groups, kind)
+    t = sample_table(frames, class_id, track_id, iou_threshold, class_aware, source, input, unit)
+    order = np.argsort(t.x, kind="stable")
+    return PCDSamples(t.x[order], t.y[order], t.missed[order], source, t.group[order], t.input)
 
 
 def merge_samples(parts: Iterable[PCDSamples], source: str = "") -> PCDSamples:
