@@ -95,8 +95,9 @@ class ClusteredProportion:
             )
         if self.effective_n < SMALL_EFFECTIVE_FRACTION * self.trials:
             out.append(
-                f"{what}: the {self.trials} samples are worth about {self.effective_n:.0f} independent ones (design "
-                f"effect {self.design_effect:.2g} from {self.clusters} clusters): the frames are strongly correlated"
+                f"{what}: the {self.trials} samples are worth about {self.effective_n:.0f} independent ones (the "
+                f"interval's width implies a design effect of {self.trials / max(self.effective_n, 1e-9):.2g} from "
+                f"{self.clusters} clusters): the frames are strongly correlated"
             )
         if self.boundary and self.clusters > 1:
             out.append(

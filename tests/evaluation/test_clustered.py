@@ -107,3 +107,15 @@ def test_design_effect_rejects_inconsistent_counts_and_totals_must_match():
         design_effect([3], [2])
     with pytest.raises(ValueError, match="do not add up"):
         proportion(5, 10, ([1, 2], [5, 5]))
+
+
+def test_small_effective_n_warning_names_the_design_effect_the_interval_implies():
+    """An estimate of 1 (no failure) has no estimable design effect (kept as 1), yet the hull's interval is as wide
+    as few independent looks: the warning must not say 'design effect 1' beside '1317 samples worth 9'."""
+    import re
+
+
+    r = clustered_proportion(np.full(7, 188), np.full(7, 188))  # 7 episodes, every frame a success
+    (w,) = [w for w in r.warnings("precision") if "worth about" in w]
+    shown = float(re.search(r"design effect of ([0-9.e+]+)", w).group(1))
+    assert shown == pytest.approx(r.trials / r.effective_n, rel=0.05) and shown > 2
