@@ -7,7 +7,6 @@ observation) written here from DESIGN.md's rule (no chain code), at the generato
 from __future__ import annotations
 
 import json
-from functools import cache
 
 import numpy as np
 import pytest
@@ -16,6 +15,7 @@ from perception_safety.cli import main
 from perception_safety.core import Box, Detection, EgoState, Frame, GroundTruthObject
 from perception_safety.io.bag import write_frames
 from perception_safety.verification.coverage import markov_miss_sequences
+from tests.markov_truth import true_hazard
 
 R, Q = 0.8, 0.1  # P(miss | miss before), P(miss | hit before)
 EPISODES, FRAMES_PER_BIN = 30, 25
@@ -31,25 +31,6 @@ verification:
   custom_specs: {hazard: 'P=? [F "past_k"]'}
   posterior: {enabled: false}
 """
-
-
-def true_hazard(V: int, v0: int, first_miss: float, r: float, q: float) -> float:
-    """P(the car passes k): braking rule (brake one step when the pedestrian is seen and the car could not
-    stop before k at its next position), misses Markov in the last observation."""
-    brake = V * (V + 1) // 2
-    N, k = brake + 4, brake + 1
-
-    @cache
-    def h(x: int, v: int, prev: int) -> float:  # prev: 0 none, 1 hit, 2 miss
-        if x > k:
-            return 1.0
-        if v == 0:
-            return 0.0
-        p_miss = first_miss if prev == 0 else (r if prev == 2 else q)
-        seen_v = v if x + v <= k - v * (v + 1) // 2 else v - 1
-        return p_miss * h(min(x + v, N), v, 2) + (1 - p_miss) * h(min(x + v, N), seen_v, 1)
-
-    return h(1, v0, 0)
 
 
 def episode_frames(bins: np.ndarray, labels: np.ndarray) -> list[Frame]:
