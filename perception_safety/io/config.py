@@ -151,7 +151,11 @@ def parse_yaml(text: str, source: str, error: type[PerceptionSafetyError] = Conf
 def parse_yaml_document(text: str, source: str, error: type[PerceptionSafetyError] = ConfigError) -> Any:
     """Any YAML document (mapping, list, scalar or None) through the bounded safe loader; errors as `parse_yaml`."""
     try:
-        return yaml.load(text, Loader=_loader_for(text))  # a safe loader: no Python objects are constructed
+        loader = _loader_for(text)(text)  # a SafeLoader subclass (safe constructor): no Python objects are built
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
