@@ -194,17 +194,35 @@ def collect_stops(col: EvidenceCollector, frames: Iterable[Frame], cfg: Monitors
         camera = camera.model_copy(update={"image_size": (round(image_size[0]), round(image_size[1]))})
     on_dets = StopRegionMonitor(cfg.stop_region.model_copy(update={"source": "detections"}), camera)
     on_truth = StopRegionMonitor(cfg.stop_region.model_copy(update={"source": "ground_truth"}), camera)
-    for f in frames:
-        stop_d, stop_g = on_dets.update(f).alarm, on_truth.update(f).alarm
-        if stop_d and not stop_g and f.detections:
-            d = max(f.detections, key=lambda x: x.score)
-            col.add("false_stop", FrameRef(f.stamp_ns, "false_stop", d.class_id, None, d.box.as_tuple(),
-                                           f"stop on '{d.class_id}' (score {d.score:.2f}); the ground truth gives "
-                                           "no stop", -d.score))
-        elif stop_g and not stop_d and f.ground_truth:
-            g = min(f.ground_truth, key=lambda x: x.distance)
-            col.add("missed_stop", FrameRef(f.stamp_ns, "missed_stop", g.class_id, g.distance, g.box.as_tuple(),
-                                            "the ground truth stops, the detections do not", g.distance))
+    frames = list(frames)
+    dets, truth = on_dets.judge(frames), on_truth.judge(frames)  # every frame at once (one numpy pass per source)
+    n = min(dets.frames, truth.frames)
+    has_dets, has_truth = np.diff(dets.boxes.offsets)[:n] > 0, np.diff(truth.boxes.offsets)[:n] > 0
+    stop_d, stop_g = dets.alarm[:n], truth.alarm[:n]
+    stamps = np.fromiter((f.stamp_ns for f in frames[:n]), np.int64, n)
+    false = np.flatnonzero(stop_d & ~stop_g & has_dets)
+    top = [max(frames[k].detections, key=lambda x: x.score) for k in false.tolist()]  # highest score, first on ties
+
+    def false_ref(i: int) -> FrameRef:
+        d = top[i]
+        return FrameRef(int(stamps[false[i]]), "false_stop", d.class_id, None, d.box.as_tuple(),
+                        f"stop on '{d.class_id}' (score {d.score:.2f}); the ground truth gives no stop", -d.score)
+
+    col.add_ranked(["false_stop"], np.zeros(len(top), np.int64), np.array([-d.score for d in top]), stamps[false],
+                   false_ref)
+    missed = np.flatnonzero(stop_g & ~stop_d & has_truth)
+    near = [min(frames[k].ground_truth, key=lambda x: x.distance) for k in missed.tolist()]  # nearest, first on ties
+
+    def missed_ref(i: int) -> FrameRef:
+        g = near[i]
+        return FrameRef(int(stamps[missed[i]]), "missed_stop", g.class_id, g.distance, g.box.as_tuple(),
+                        "the ground truth stops, the detections do not", g.distance)
+
+    col.add_ranked(["missed_stop"], np.zeros(len(near), np.int64), np.array([g.distance for g in near]),
+                   stamps[missed], missed_ref)
+    error = dets.error if dets.frames <= truth.frames else truth.error  # the first frame's (detections first)
+    if error is not None:  # the frames before it are judged, as frame by frame
+        raise error
 
 
 def collect_bbsl(col: EvidenceCollector, spec: str, cases: Iterable[Any], frames: Sequence[Frame]) -> None:

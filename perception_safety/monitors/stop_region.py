@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -136,12 +137,62 @@ def stop_geometry(config: StopRegionConfig, mount: CameraMount, camera: CameraIn
     return StopGeometry(rect, corridor)
 
 
+WHERE = ("", "stands in the ground corridor", "overlaps the stop region")
+"""Why a box stops the car (`StopJudgement.where` codes: 0 it does not, 1 corridor, 2 rectangle)."""
+
+
+@dataclass(frozen=True)
+class StopBoxes:
+    """The boxes the rule reads from many frames, flattened: frame ``f`` owns rows ``offsets[f]:offsets[f + 1]``."""
+
+    offsets: np.ndarray
+    boxes: np.ndarray
+    classes: list[str]
+    scores: np.ndarray
+
+    @classmethod
+    def of(cls, frames: Sequence[Frame], source: str) -> StopBoxes:
+        """The detections (``source`` detections) or the ground truth (score 1) of ``frames``, in frame order."""
+        truth = source == "ground_truth"
+        per_frame = [f.ground_truth if truth else f.detections for f in frames]
+        flat = [o for objs in per_frame for o in objs]
+        boxes = np.array([o.box.as_tuple() for o in flat], dtype=np.float64).reshape(-1, 4)
+        scores = np.ones(len(flat)) if truth else np.fromiter((o.score for o in flat), np.float64, len(flat))
+        offsets = np.zeros(len(frames) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, per_frame), np.int64, len(frames)), out=offsets[1:])
+        return cls(offsets, boxes, [o.class_id for o in flat], scores)
+
+    @property
+    def frame(self) -> np.ndarray:
+        """Index of each box's frame."""
+        return np.repeat(np.arange(len(self.offsets) - 1), np.diff(self.offsets))
+
+
+@dataclass(frozen=True)
+class StopJudgement:
+    """The rule on many frames: per box why it stops the car (`WHERE` codes), per frame the stop request and the
+    corridor's far edge (NaN: no corridor). ``error``: why the frame after the judged ones could not be judged
+    (its camera cannot carry the rule, `stop_geometry`); the frames after it were not looked at."""
+
+    boxes: StopBoxes
+    where: np.ndarray
+    alarm: np.ndarray
+    far_m: np.ndarray
+    error: RegionError | None = None
+
+    @property
+    def frames(self) -> int:
+        """Frames judged (all of them unless ``error``)."""
+        return len(self.alarm)
+
+
 class StopRegionMonitor:
     """The braking rule as a stateless monitor; ``alarm`` is the stop request.
 
     ``config.source`` chooses the frame's detections (the perception ``f``) or its ground truth (``f*``). The
     rule is placed on each frame's camera (`camera_in_use`, `stop_geometry`): one that cannot be placed raises
-    `RegionError` (the caller decides: a node fails safe, the offline command exits 2).
+    `RegionError` (the caller decides: a node fails safe, the offline command exits 2). One implementation for
+    one frame (`update`, online) and many (`judge`, offline: one numpy pass over an episode's boxes).
     """
 
     def __init__(self, config: StopRegionConfig | None = None, camera: CameraMount | None = None,
@@ -151,31 +202,60 @@ class StopRegionMonitor:
         self.name = name
         self.geometry: PerCamera[StopGeometry] = PerCamera(lambda cam: stop_geometry(self.config, self.camera, cam))
 
+    def _geometries(self, frames: Sequence[Frame]) -> tuple[list[StopGeometry], RegionError | None]:
+        """The rule placed on each frame's camera, up to the first frame where it cannot be (and why)."""
+        out: list[StopGeometry] = []
+        last: tuple[Any, ...] = ()
+        for f in frames:
+            key = (f.camera, None if f.image is None else f.image.shape)
+            if key != last or not out:  # consecutive frames of one camera: placed once
+                try:
+                    geometry = self.geometry.get(camera_in_use(f, self.camera))
+                except RegionError as exc:
+                    return out, exc
+                last = key
+            out.append(geometry)
+        return out, None
+
+    def judge(self, frames: Sequence[Frame]) -> StopJudgement:
+        """The stop request of every frame (in order, up to the first one whose camera cannot carry the rule)."""
+        geometries, error = self._geometries(frames)
+        n = len(geometries)
+        frames = frames[:n]
+        boxes = StopBoxes.of(frames, self.config.source)
+        box_frame = boxes.frame if n > 1 else np.zeros(len(boxes.classes), dtype=np.int64)
+        watched = _watched(boxes.classes, boxes.scores, self.config)
+        where = np.zeros(len(boxes.classes), dtype=np.int8)
+        far_m = np.full(n, np.nan)
+        distinct = {id(g): g for g in geometries}
+        which = np.fromiter(map(id, geometries), np.int64, n) if len(distinct) > 1 else None
+        for key, geometry in distinct.items():
+            on = np.ones(n, dtype=bool) if which is None else which == key
+            rows = watched if which is None else watched & on[box_frame]
+            if geometry.corridor is not None:
+                spec = geometry.corridor.spec
+                far_m[on] = [spec.far_at(f.ego.speed if f.ego is not None else None)
+                             for f, o in zip(frames, on.tolist(), strict=True) if o]  # fmt: skip
+                where[rows & geometry.corridor.inside_to(boxes.boxes, far_m[box_frame])] = 1
+            if geometry.rect is not None and rows.any():
+                over = rows & (intersection_areas(boxes.boxes, geometry.rect) > self.config.min_overlap_px)
+                where[over & (where == 0)] = 2
+        hit = where > 0
+        alarm = np.bincount(box_frame[hit], minlength=n) > 0 if n > 1 else np.array([hit.any()] * n, dtype=bool)
+        return StopJudgement(boxes, where, alarm, far_m, error)
+
     def update(self, frame: Frame) -> MonitorResult:
-        """Stop request for one frame."""
-        geometry = self.geometry.get(camera_in_use(frame, self.camera))
-        if self.config.source == "ground_truth":
-            boxes, classes = frame.ground_truth_boxes(), [g.class_id for g in frame.ground_truth]
-            scores = np.ones(len(classes))
-        else:
-            boxes = frame.detection_boxes()
-            classes = [d.class_id for d in frame.detections]
-            scores = np.array([d.score for d in frame.detections], dtype=np.float64)
-        watched = _watched(classes, scores, self.config)
-        where = np.full(len(classes), "", dtype=object)
-        values: dict[str, float] = {}
-        if geometry.corridor is not None:
-            speed = frame.ego.speed if frame.ego is not None else None
-            where[watched & geometry.corridor.inside(boxes, speed)] = "stands in the ground corridor"
-            values["corridor_far_m"] = geometry.corridor.spec.far_at(speed)
-        if geometry.rect is not None and boxes.shape[0]:
-            over = watched & (intersection_areas(boxes, geometry.rect) > self.config.min_overlap_px)
-            where[over & (where == "")] = "overlaps the stop region"
-        hits = np.flatnonzero(where != "")
-        values = {"boxes_in_region": float(hits.size), **values}
+        """Stop request for one frame (`judge` of that frame)."""
+        j = self.judge((frame,))
+        if j.error is not None:
+            raise j.error
+        hits = np.flatnonzero(j.where)
+        values = {"boxes_in_region": float(hits.size)}
+        if not np.isnan(j.far_m[0]):
+            values["corridor_far_m"] = float(j.far_m[0])
         if hits.size == 0:
             return MonitorResult(self.name, False, Level.OK, (), values)
-        reasons = tuple(f"{classes[i]} box {where[i]}" for i in hits)
+        reasons = tuple(f"{j.boxes.classes[i]} box {WHERE[j.where[i]]}" for i in hits)
         return MonitorResult(self.name, True, Level.WARN, reasons, values)
 
     def reset(self) -> None:

@@ -93,12 +93,15 @@ class Corridor:
     def inside(self, boxes: np.ndarray, speed_mps: float | None) -> np.ndarray:
         """Per box ``(n, 4)``: its bottom-centre, back-projected onto flat ground, lies in the corridor (a box cut
         off by the image's bottom edge counts as inside; a foot at or above the horizon does not)."""
+        return self.inside_to(boxes, self.spec.far_at(speed_mps))
+
+    def inside_to(self, boxes: np.ndarray, far: float | np.ndarray) -> np.ndarray:
+        """`inside` with the far edge given: one value, or one per box (boxes of frames at different ego speeds)."""
         if boxes.shape[0] == 0:
             return np.zeros(0, dtype=bool)
         height = self.camera.intrinsics.height
         cut = boxes[:, 3] >= height - self.spec.bottom_edge_px
         x, y, on_ground = self.camera.to_ground((boxes[:, 0] + boxes[:, 2]) / 2.0, boxes[:, 3])
-        far = self.spec.far_at(speed_mps)
         with np.errstate(invalid="ignore"):
             within = on_ground & (x >= self.spec.near_m) & (x <= far)
             within &= np.abs(y + self.lateral_offset_m) <= self.spec.half_width_m
