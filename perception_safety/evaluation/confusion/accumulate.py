@@ -23,170 +23,17 @@ from itertools import islice
 from typing import Any
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
-from perception_safety.core.iou import iou_pairs
-from perception_safety.core.matching import match_boxes, match_centres
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.batch import FrameBatch
-from perception_safety.evaluation.confusion.centre_pairs import centre_candidate_pairs
+from perception_safety.evaluation.confusion.binning import bin_index
 from perception_safety.evaluation.confusion.clusters import ClusterCounts, batch_counts
 from perception_safety.evaluation.confusion.combine import UNMATCHED_BY_BIN, sum_confusions
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
 from perception_safety.evaluation.confusion.ground_distance import detection_distances
+from perception_safety.evaluation.confusion.matching import frame_index, match_batch
 from perception_safety.evaluation.confusion.types import DistanceConfusion, proposition_labels, subset_lookup
 from perception_safety.evaluation.confusion.windows import WindowVotes
-
-
-def candidate_pairs(batch: FrameBatch, iou_threshold: float) -> tuple[np.ndarray, np.ndarray]:
-    """(detection, ground truth) index pairs of the same frame that can reach ``iou_threshold``.
-
-    A superset of the admissible pairs, found by a sorted window join on ``x_min``: IoU >= t
-    forces the x-overlap ``ix >= t * max(w_det, w_gt)``, hence
-    ``x_min_gt ∈ [x_min_det - (1 - t) * W, x_max_det - t * w_det]`` with W the widest ground truth.
-    """
-    n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
-    empty = np.zeros(0, dtype=np.int64)
-    if n_det == 0 or n_gt == 0:
-        return empty, empty
-    n_f = batch.n_frames
-    det_frame = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(batch.det_offsets))
-    gt_frame = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(batch.gt_offsets))
-    db, gb = batch.det_boxes, batch.gt_boxes
-    w_max = float(np.max(gb[:, 2] - gb[:, 0]))
-    lo_x = min(float(db[:, 0].min()), float(gb[:, 0].min()))
-    hi_x = max(float(db[:, 2].max()), float(gb[:, 2].max()))
-    shift = w_max + 1.0 - lo_x  # every shifted x and window bound lies in (0, stride)
-    stride = (hi_x - lo_x) + 2.0 * w_max + 4.0
-    key_g = gt_frame * stride + (gb[:, 0] + shift)
-    order = np.argsort(key_g, kind="stable")
-    sorted_g = key_g[order]
-    t = iou_threshold
-    base = det_frame * stride + shift
-    lo = base + db[:, 0] - (1.0 - t) * w_max
-    hi = base + db[:, 2] - t * (db[:, 2] - db[:, 0])
-    margin = 1e-9 * (np.abs(hi) + 1.0) + 1e-6
-    first = np.searchsorted(sorted_g, lo - margin, side="left")
-    last = np.searchsorted(sorted_g, hi + margin, side="right")
-    counts = np.maximum(last - first, 0)
-    total = int(counts.sum())
-    if total == 0:
-        return empty, empty
-    di = np.repeat(np.arange(n_det, dtype=np.int64), counts)
-    pos = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts) + np.repeat(first, counts)
-    gi = order[pos]
-    same = det_frame[di] == gt_frame[gi]  # a safety net: the stride already separates frames
-    return di[same], gi[same]
-
-
-MAX_COMPONENT_EDGES = 6
-_MASKS = (np.arange(1 << MAX_COMPONENT_EDGES)[:, None] >> np.arange(MAX_COMPONENT_EDGES)[None, :]) & 1 == 1
-_PAIRS = np.array([(i, j) for i in range(MAX_COMPONENT_EDGES) for j in range(i + 1, MAX_COMPONENT_EDGES)])
-_PAIR_MASKS = (_MASKS[:, _PAIRS[:, 0]] & _MASKS[:, _PAIRS[:, 1]]).astype(np.float64)
-_TIE = 1e-9  # best and runner-up matchings closer than this go to `match_boxes`
-
-
-def _small_components(
-    ed: np.ndarray, eg: np.ndarray, ew: np.ndarray, n_det: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact maximum-weight matchings of the small connected components of an admissible-pair graph.
-
-    Every subset of a component's (at most ``MAX_COMPONENT_EDGES``) pairs is enumerated at once.
-    Returns ``(chosen, unresolved)`` edge masks and, per edge, its component label.
-    """
-    m = len(ed)
-    nodes, inv = np.unique(np.concatenate([ed, eg + n_det]), return_inverse=True)
-    a, b = inv[:m], inv[m:]
-    graph = coo_matrix((np.ones(m), (a, b)), shape=(len(nodes), len(nodes)))
-    n_comp, label = connected_components(graph, directed=False)
-    comp = label[a]
-    size = np.bincount(comp, minlength=n_comp)
-    chosen = np.zeros(m, dtype=bool)
-    unresolved = size[comp] > MAX_COMPONENT_EDGES
-    small = np.flatnonzero(~unresolved)
-    if len(small) == 0:
-        return chosen, unresolved, comp
-    order = small[np.argsort(comp[small], kind="stable")]
-    c = comp[order]
-    _, row, counts = np.unique(c, return_inverse=True, return_counts=True)
-    slot = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
-    n_rows, e = len(counts), MAX_COMPONENT_EDGES
-    edge = np.full((n_rows, e), -1, dtype=np.int64)
-    edge[row, slot] = order
-    present = edge >= 0
-    safe = np.where(present, edge, 0)
-    d, g = np.where(present, ed[safe], -1), np.where(present, eg[safe], -2)
-    w = np.where(present, ew[safe], 0.0)
-    i, j = _PAIRS[:, 0], _PAIRS[:, 1]
-    clash = present[:, i] & present[:, j] & ((d[:, i] == d[:, j]) | (g[:, i] == g[:, j]))
-    invalid = (clash.astype(np.float64) @ _PAIR_MASKS.T > 0) | ((~present).astype(np.float64) @ _MASKS.T > 0)
-    total = np.where(invalid, -1.0, w @ _MASKS.T)
-    best = np.argmax(total, axis=1)
-    top2 = np.partition(total, -2, axis=1)[:, -2:]
-    tie = top2[:, 1] - top2[:, 0] <= _TIE
-    pick = _MASKS[best] & present & ~tie[:, None]
-    chosen[edge[pick]] = True
-    unresolved[edge[present & tie[:, None]]] = True
-    return chosen, unresolved, comp
-
-
-def match_batch(
-    batch: FrameBatch,
-    iou_threshold: float,
-    class_aware: bool,
-    matching: str = "iou",
-    max_distance: float = 2.0,
-) -> tuple[np.ndarray, int]:
-    """For every ground-truth object of the batch, the index of its matched detection or -1.
-
-    Same matching as per-frame `match_boxes` (maximum summed IoU over admissible pairs): a pair
-    whose detection and object have no other admissible pair is always matched; other connected
-    components of the admissible-pair graph with at most ``MAX_COMPONENT_EDGES`` pairs are solved
-    exactly by enumeration; frames with a larger component or a near-tie (within 1e-9) go to
-    `match_boxes` whole. Also returns how many frames did.
-    """
-    n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
-    gt_match = np.full(n_gt, -1, dtype=np.int64)
-    if matching == "centre_distance":  # 3D object lists: weight 1 - d / max_distance (core.matching.match_centres)
-        di, gi, iou = centre_candidate_pairs(batch, max_distance)
-        adm = iou > 0.0
-    else:
-        di, gi = candidate_pairs(batch, iou_threshold)
-        iou = iou_pairs(batch.det_boxes[di], batch.gt_boxes[gi])
-        adm = (iou >= iou_threshold) & (iou > 0.0)
-    if len(di) == 0:
-        return gt_match, 0
-    if class_aware:
-        adm &= batch.det_classes[di] == batch.gt_classes[gi]
-    ed, eg, ew = di[adm], gi[adm], iou[adm]
-    deg_d = np.bincount(ed, minlength=n_det)
-    deg_g = np.bincount(eg, minlength=n_gt)
-    simple = (deg_d[ed] == 1) & (deg_g[eg] == 1)
-    gt_match[eg[simple]] = ed[simple]
-    rest = np.flatnonzero(~simple)
-    fallback = np.zeros(batch.n_frames, dtype=bool)
-    if len(rest):
-        chosen, unresolved, _ = _small_components(ed[rest], eg[rest], ew[rest], n_det)
-        gt_match[eg[rest[chosen]]] = ed[rest[chosen]]
-        edge_frame = np.searchsorted(batch.gt_offsets, eg[rest[unresolved]], side="right") - 1
-        fallback[edge_frame] = True
-    frames = np.flatnonzero(fallback)
-    for f in frames.tolist():
-        d0, d1 = int(batch.det_offsets[f]), int(batch.det_offsets[f + 1])
-        g0, g1 = int(batch.gt_offsets[f]), int(batch.gt_offsets[f + 1])
-        m = (match_centres if matching == "centre_distance" else match_boxes)(
-            batch.det_boxes[d0:d1],
-            batch.gt_boxes[g0:g1],
-            max_distance if matching == "centre_distance" else iou_threshold,
-            batch.det_classes[d0:d1].tolist(),
-            batch.gt_classes[g0:g1].tolist(),
-            class_aware,
-        )
-        gt_match[g0:g1] = -1
-        gt_match[g0 + m.gt_indices] = d0 + m.det_indices
-    return gt_match, len(frames)
-
 
 _COUNTERS = (
     "frames",
@@ -258,33 +105,36 @@ class ConfusionAccumulator:
         n_bins = len(cfg.bins)
         n_f = batch.n_frames
         p = len(self._lut)
+        det_frame, gt_frame = frame_index(batch.det_offsets), frame_index(batch.gt_offsets)
         gt_match, fallback = match_batch(
-            batch, cfg.iou_threshold, cfg.class_aware, cfg.matching, cfg.centre_distance_m
+            batch, cfg.iou_threshold, cfg.class_aware, cfg.matching, cfg.centre_distance_m, (det_frame, gt_frame)
         )
         matched = gt_match >= 0
         pred = np.full(len(gt_match), n_cls, dtype=np.int64)
         pred[matched] = batch.det_classes[gt_match[matched]]
         true = batch.gt_classes
         dist = batch.gt_distances
-        b = np.searchsorted(self._edges, dist, side="right") - 1
-        valid = (b >= 0) & (b < n_bins)
-        gt_frame = np.repeat(np.arange(n_f, dtype=np.int64), np.diff(batch.gt_offsets))
+        b = bin_index(dist, self._edges)
+        valid = b >= 0
+        valid &= b < n_bins
 
-        # Class-labeled, per bin and pooled (one bin spanning all edges).
+        # Class-labeled, per bin; pooled = the same objects summed over the bins (one bin spanning all edges).
         bv, pv, tv, fv = b[valid], pred[valid], true[valid], gt_frame[valid]
-        self.class_cm += np.bincount((bv * c1 + pv) * c1 + tv, minlength=n_bins * c1 * c1).reshape(n_bins, c1, c1)
-        self.class_cm_pooled += np.bincount(pv * c1 + tv, minlength=c1 * c1).reshape(c1, c1)
-        cell = fv * n_bins + bv
-        per_cell = np.bincount(cell, minlength=n_f * n_bins).reshape(n_f, n_bins)
-        self.class_cm[:, n_cls, n_cls] += (per_cell == 0).sum(axis=0)
-        self.class_cm_pooled[n_cls, n_cls] += int((per_cell.sum(axis=1) == 0).sum())
+        label = pv * c1
+        label += tv
+        per_bin = np.bincount(bv * (c1 * c1) + label, minlength=n_bins * c1 * c1).reshape(n_bins, c1, c1)
+        self.class_cm += per_bin
+        self.class_cm_pooled += per_bin.sum(axis=0)
+        cell = fv * n_bins
+        cell += bv
+        n_cells = n_f * n_bins
 
         # Proposition-labeled: class sets per (frame, bin) as bitmasks, then subset indices.
-        true_mask = np.zeros(n_f * n_bins, dtype=np.int64)
-        pred_mask = np.zeros(n_f * n_bins, dtype=np.int64)
-        for c in range(n_cls):
-            true_mask |= (np.bincount(cell[tv == c], minlength=n_f * n_bins) > 0).astype(np.int64) << c
-            pred_mask |= (np.bincount(cell[pv == c], minlength=n_f * n_bins) > 0).astype(np.int64) << c
+        true_mask = _class_sets(cell, tv, n_cells, n_cls)
+        pred_mask = _class_sets(cell, pv, n_cells, n_cls)
+        empty_cells = (true_mask == 0).reshape(n_f, n_bins)  # no binned object in the cell
+        self.class_cm[:, n_cls, n_cls] += empty_cells.sum(axis=0)
+        self.class_cm_pooled[n_cls, n_cls] += int(empty_cells.all(axis=1).sum())
         cell_bin = np.tile(np.arange(n_bins, dtype=np.int64), n_f)
         key = (cell_bin * p + self._lut[pred_mask]) * p + self._lut[true_mask]
         self.prop_cm += np.bincount(key, minlength=n_bins * p * p).reshape(n_bins, p, p)
@@ -310,18 +160,18 @@ class ConfusionAccumulator:
         det_out = np.zeros(len(batch.det_boxes), dtype=bool)
         det_out[gt_match[matched & ~valid]] = True
         un = np.flatnonzero(~det_matched)
-        un_frame = det_frame_of(batch)[un]
+        un_frame = det_frame[un]
         un_bin = np.full(len(un), n_bins, dtype=np.int64)
         carried = batch.det_distances[un] if batch.det_distances is not None else np.full(len(un), np.nan)
         if len(un) and (cfg.ground_camera is not None or np.isfinite(carried).any()):
             d = detection_distances(carried, batch.det_boxes[un, 3], cfg.ground_camera)
-            kb = np.searchsorted(self._edges, np.nan_to_num(d, nan=-1.0), side="right") - 1
+            kb = bin_index(np.nan_to_num(d, nan=-1.0), self._edges)
             un_bin = np.where(np.isfinite(d) & (kb >= 0) & (kb < n_bins), kb, n_bins)
         un_cls = batch.det_classes[un]
         np.add.at(self.unannotated_by_bin, (un_bin, un_cls), 1)
         episodes = batch.frame_episodes if batch.frame_episodes is not None else np.full(n_f, "", dtype=object)
         episodes = np.where(episodes == "", self.episode, episodes)
-        part = batch_counts(episodes, c1, (gt_frame, b, pred, true), per_cell, (un_frame, un_cls, un_bin))
+        part = batch_counts(episodes, c1, (gt_frame, b, pred, true), empty_cells, (un_frame, un_cls, un_bin))
         self.clusters = self.clusters.merge(part)
         c = self.counters
         c["frames_without_episode"] += int((episodes == "").sum())
@@ -404,9 +254,16 @@ class ConfusionAccumulator:
         return self.clusters
 
 
-def det_frame_of(batch: FrameBatch) -> np.ndarray:
-    """Frame index of every detection of the batch."""
-    return np.repeat(np.arange(batch.n_frames, dtype=np.int64), np.diff(batch.det_offsets))
+def _class_sets(cell: np.ndarray, label: np.ndarray, n_cells: int, n_cls: int) -> np.ndarray:
+    """Per cell, the bitmask of the classes ``< n_cls`` among its objects' labels (bit c = class c present)."""
+    c1 = n_cls + 1
+    key = cell * c1
+    key += label
+    present = np.bincount(key, minlength=n_cells * c1).reshape(n_cells, c1)[:, :n_cls] > 0
+    mask = present[:, 0].astype(np.int64)
+    for c in range(1, n_cls):
+        mask |= present[:, c].astype(np.int64) << c
+    return mask
 
 
 def _chunks(frames: Iterable[Frame], size: int) -> Iterator[list[Frame]]:

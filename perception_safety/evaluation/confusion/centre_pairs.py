@@ -1,6 +1,6 @@
 """Candidate pairs and weights for matching by centre distance (3D object lists: bird's-eye-view centres).
 
-The counterpart of `accumulate.candidate_pairs` for ``confusion.matching: centre_distance``: a sorted window
+The counterpart of `matching.candidate_pairs` for ``confusion.matching: centre_distance``: a sorted window
 join on the centre's x within ``max_distance`` (a superset of the admissible pairs), then the exact distance.
 """
 

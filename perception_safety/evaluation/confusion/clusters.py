@@ -154,17 +154,17 @@ def batch_counts(
     frame_cluster: np.ndarray,
     n_labels: int,
     gt: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-    per_cell: np.ndarray,
+    empty_cells: np.ndarray,
     unmatched: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> ClusterCounts:
     """One batch's class-labeled counts per cluster: the same counts as the accumulator's (Algorithm 2).
 
     ``frame_cluster``: episode per frame (``""`` = unknown: those frames are left out); ``gt = (frame, bin,
-    pred, true)`` per ground-truth object (bin outside ``[0, n_bins)`` = out of range); ``per_cell[f, bin]``
-    binned objects of frame ``f``; ``unmatched = (frame, class, bin)`` per unmatched detection (bin
-    ``n_bins`` = no distance).
+    pred, true)`` per ground-truth object (bin outside ``[0, n_bins)`` = out of range); ``empty_cells[f, bin]``
+    True where frame ``f`` has no binned object in the bin; ``unmatched = (frame, class, bin)`` per unmatched
+    detection (bin ``n_bins`` = no distance).
     """
-    n_f, n_bins = per_cell.shape
+    n_f, n_bins = empty_cells.shape
     c1 = n_labels
     known = frame_cluster != ""
     ids, inv = np.unique(frame_cluster[known].astype(str), return_inverse=True)
@@ -181,9 +181,9 @@ def batch_counts(
     pooled = pooled.reshape(k, c1, c1)
     e = c1 - 1
     fk = cl[known]
-    empty_cells = (per_cell[known] == 0).astype(np.int64)
-    np.add.at(class_cm[:, :, e, e], fk, empty_cells)
-    np.add.at(pooled[:, e, e], fk, (per_cell[known].sum(axis=1) == 0).astype(np.int64))
+    empty = empty_cells[known]
+    np.add.at(class_cm[:, :, e, e], fk, empty.astype(np.int64))
+    np.add.at(pooled[:, e, e], fk, empty.all(axis=1).astype(np.int64))
     d_frame, d_class, d_bin = unmatched
     dc = cl[d_frame]
     dk = dc >= 0

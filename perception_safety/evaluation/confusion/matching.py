@@ -1,0 +1,247 @@
+"""One-to-one matching of a whole columnar batch at once: the same matching as per-frame `core.match_boxes`.
+
+Candidate pairs come from a sorted window join on ``x_min`` (a superset of the admissible pairs), their IoU from
+per-coordinate columns (the arithmetic of `core.iou`, so the values are the same bits); a pair whose detection and
+object have no other admissible pair is its own unique optimum, other small connected components of the
+admissible-pair graph are solved exactly by enumeration, and only frames with a larger component or a near-tie go
+to the per-frame Hungarian `core.match_boxes` (or `match_centres`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from perception_safety.core.matching import match_boxes, match_centres
+from perception_safety.evaluation.confusion.batch import FrameBatch
+from perception_safety.evaluation.confusion.centre_pairs import centre_candidate_pairs
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def frame_index(offsets: np.ndarray) -> np.ndarray:
+    """Frame of every item of a batch whose frame ``f`` owns items ``offsets[f]:offsets[f+1]``."""
+    return np.repeat(np.arange(len(offsets) - 1, dtype=np.int64), np.diff(offsets))
+
+
+def _columns(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``x_min, y_min, x_max, y_max`` as contiguous columns, the area (as `core.iou.box_areas`) and a mask of the
+    boxes that can overlap anything: finite with positive width and height (a box with a NaN or infinite
+    coordinate, or an empty one, has IoU 0 or NaN with every box, so it is never admissible)."""
+    x0, y0, x1, y1 = np.ascontiguousarray(boxes.T)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, an unusable box
+        w, h = x1 - x0, y1 - y0
+    area = np.clip(w, 0.0, None) * np.clip(h, 0.0, None)
+    usable = (w > 0.0) & (w < np.inf) & (h > 0.0) & (h < np.inf)
+    return x0, y0, x1, y1, area, usable
+
+
+def _pair_iou(det: tuple[np.ndarray, ...], gt: tuple[np.ndarray, ...], di: np.ndarray, gi: np.ndarray) -> np.ndarray:
+    """IoU of detection ``di[k]`` with object ``gi[k]``: the operations of `core.iou.iou_pairs` in the same order
+    (the same bits), on gathered columns instead of gathered rows."""
+    ix = np.minimum(det[2][di], gt[2][gi])
+    ix -= np.maximum(det[0][di], gt[0][gi])
+    np.clip(ix, 0.0, None, out=ix)
+    iy = np.minimum(det[3][di], gt[3][gi])
+    iy -= np.maximum(det[1][di], gt[1][gi])
+    np.clip(iy, 0.0, None, out=iy)
+    inter = np.multiply(ix, iy, out=ix)
+    union = det[4][di]
+    union += gt[4][gi]
+    union -= inter
+    out = np.zeros_like(inter)
+    np.divide(inter, union, out=out, where=union > 0)
+    return out
+
+
+def candidate_pairs(
+    batch: FrameBatch,
+    iou_threshold: float,
+    det_frame: np.ndarray | None = None,
+    gt_frame: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(detection, object, IoU)`` for pairs of the same frame that can reach ``iou_threshold``.
+
+    IoU >= t > 0 forces the x-overlap ``ix >= t * w_gt`` and ``ix >= t * w_det`` (hence ``w_gt <= w_det / t``), so
+    ``x_min_gt`` lies in ``[x_min_det - (1 - t) * min(W, w_det / t), x_max_det - t * w_det]`` (W: the widest object);
+    one sort of the objects by (frame, ``x_min``) and two binary searches give every detection's window, clipped to
+    its own frame. Boxes that can overlap nothing (`_columns`) take part in no pair.
+    """
+    n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
+    if n_det == 0 or n_gt == 0:
+        return _EMPTY, _EMPTY, np.zeros(0)
+    det_frame = frame_index(batch.det_offsets) if det_frame is None else det_frame
+    gt_frame = frame_index(batch.gt_offsets) if gt_frame is None else gt_frame
+    d, g = _columns(batch.det_boxes), _columns(batch.gt_boxes)
+    d_ok, g_ok = d[5], g[5]
+    if not d_ok.any() or not g_ok.any():
+        return _EMPTY, _EMPTY, np.zeros(0)
+    all_ok = bool(d_ok.all() and g_ok.all())
+    gx, gw = g[0], g[2] - g[0]
+    dx0, dx1 = d[0], d[2]
+    if all_ok:
+        w_max = float(gw.max())
+        lo_x = min(float(dx0.min()), float(gx.min()))
+        hi_x = max(float(dx1.max()), float(g[2].max()))
+    else:
+        w_max = float(gw[g_ok].max())
+        lo_x = min(float(dx0[d_ok].min()), float(gx[g_ok].min()))
+        hi_x = max(float(dx1[d_ok].max()), float(g[2][g_ok].max()))
+    shift = w_max + 1.0 - lo_x  # every shifted x and window bound lies in (0, stride)
+    stride = (hi_x - lo_x) + 2.0 * w_max + 4.0
+    local = gx + shift
+    if not all_ok:
+        local = np.where(g_ok, local, 0.5)  # before every window of its frame
+    key_g = gt_frame * stride
+    key_g += local
+    order = np.argsort(key_g, kind="stable")
+    sorted_g = key_g[order]
+    t = iou_threshold
+    with np.errstate(invalid="ignore", over="ignore"):  # unusable detections get NaN windows, emptied below
+        w_d = dx1 - dx0
+        reach = (1.0 - t) * (np.minimum(w_d / t, w_max) if t > 0.0 else w_max)
+        base = det_frame * stride
+        base += shift
+        lo = base + dx0
+        lo -= reach
+        hi = base + dx1
+        hi -= t * w_d
+        margin = np.abs(hi)
+        margin += 1.0
+        margin *= 1e-9
+        margin += 1e-6
+        lo -= margin
+        hi += margin
+    first = np.searchsorted(sorted_g, lo, side="left")
+    last = np.searchsorted(sorted_g, hi, side="right")
+    # The objects of frame f are sorted_g[gt_offsets[f]:gt_offsets[f + 1]]: clip every window to its own frame.
+    np.maximum(first, batch.gt_offsets[det_frame], out=first)
+    np.minimum(last, batch.gt_offsets[det_frame + 1], out=last)
+    counts = last - first
+    np.maximum(counts, 0, out=counts)
+    if not all_ok:
+        counts[~d_ok] = 0
+    total = int(counts.sum())
+    if total == 0:
+        return _EMPTY, _EMPTY, np.zeros(0)
+    di = np.repeat(np.arange(n_det, dtype=np.int64), counts)
+    start = np.cumsum(counts)
+    start -= counts
+    first -= start
+    pos = np.repeat(first, counts)
+    pos += np.arange(total, dtype=np.int64)
+    gi = order[pos]
+    return di, gi, _pair_iou(d, g, di, gi)
+
+
+MAX_COMPONENT_EDGES = 6
+_MASKS = (np.arange(1 << MAX_COMPONENT_EDGES)[:, None] >> np.arange(MAX_COMPONENT_EDGES)[None, :]) & 1 == 1
+_PAIRS = np.array([(i, j) for i in range(MAX_COMPONENT_EDGES) for j in range(i + 1, MAX_COMPONENT_EDGES)])
+_PAIR_MASKS = (_MASKS[:, _PAIRS[:, 0]] & _MASKS[:, _PAIRS[:, 1]]).astype(np.float64)
+_TIE = 1e-9  # best and runner-up matchings closer than this go to `match_boxes`
+
+
+def _small_components(
+    ed: np.ndarray, eg: np.ndarray, ew: np.ndarray, n_det: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Exact maximum-weight matchings of the small connected components of an admissible-pair graph.
+
+    Every subset of a component's (at most ``MAX_COMPONENT_EDGES``) pairs is enumerated at once.
+    Returns ``(chosen, unresolved)`` edge masks and, per edge, its component label.
+    """
+    m = len(ed)
+    nodes, inv = np.unique(np.concatenate([ed, eg + n_det]), return_inverse=True)
+    a, b = inv[:m], inv[m:]
+    graph = coo_matrix((np.ones(m), (a, b)), shape=(len(nodes), len(nodes)))
+    n_comp, label = connected_components(graph, directed=False)
+    comp = label[a]
+    size = np.bincount(comp, minlength=n_comp)
+    chosen = np.zeros(m, dtype=bool)
+    unresolved = size[comp] > MAX_COMPONENT_EDGES
+    small = np.flatnonzero(~unresolved)
+    if len(small) == 0:
+        return chosen, unresolved, comp
+    order = small[np.argsort(comp[small], kind="stable")]
+    c = comp[order]
+    _, row, counts = np.unique(c, return_inverse=True, return_counts=True)
+    slot = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
+    n_rows, e = len(counts), MAX_COMPONENT_EDGES
+    edge = np.full((n_rows, e), -1, dtype=np.int64)
+    edge[row, slot] = order
+    present = edge >= 0
+    safe = np.where(present, edge, 0)
+    d, g = np.where(present, ed[safe], -1), np.where(present, eg[safe], -2)
+    w = np.where(present, ew[safe], 0.0)
+    i, j = _PAIRS[:, 0], _PAIRS[:, 1]
+    clash = present[:, i] & present[:, j] & ((d[:, i] == d[:, j]) | (g[:, i] == g[:, j]))
+    invalid = (clash.astype(np.float64) @ _PAIR_MASKS.T > 0) | ((~present).astype(np.float64) @ _MASKS.T > 0)
+    total = np.where(invalid, -1.0, w @ _MASKS.T)
+    best = np.argmax(total, axis=1)
+    top2 = np.partition(total, -2, axis=1)[:, -2:]
+    tie = top2[:, 1] - top2[:, 0] <= _TIE
+    pick = _MASKS[best] & present & ~tie[:, None]
+    chosen[edge[pick]] = True
+    unresolved[edge[present & tie[:, None]]] = True
+    return chosen, unresolved, comp
+
+
+def match_batch(
+    batch: FrameBatch,
+    iou_threshold: float,
+    class_aware: bool,
+    matching: str = "iou",
+    max_distance: float = 2.0,
+    frames: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, int]:
+    """For every ground-truth object of the batch, the index of its matched detection or -1.
+
+    Same matching as per-frame `match_boxes` (maximum summed IoU over admissible pairs): a pair
+    whose detection and object have no other admissible pair is always matched; other connected
+    components of the admissible-pair graph with at most ``MAX_COMPONENT_EDGES`` pairs are solved
+    exactly by enumeration; frames with a larger component or a near-tie (within 1e-9) go to
+    `match_boxes` whole. Also returns how many frames did. ``frames``: ``(det_frame, gt_frame)``
+    (`frame_index` of the batch's offsets) when the caller has them already.
+    """
+    n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
+    gt_match = np.full(n_gt, -1, dtype=np.int64)
+    if matching == "centre_distance":  # 3D object lists: weight 1 - d / max_distance (core.matching.match_centres)
+        di, gi, iou = centre_candidate_pairs(batch, max_distance)
+        adm = iou > 0.0
+    else:
+        det_frame, gt_frame = frames if frames is not None else (None, None)
+        di, gi, iou = candidate_pairs(batch, iou_threshold, det_frame, gt_frame)
+        adm = iou >= iou_threshold
+        adm &= iou > 0.0
+    if len(di) == 0:
+        return gt_match, 0
+    if class_aware:
+        adm &= batch.det_classes[di] == batch.gt_classes[gi]
+    ed, eg, ew = di[adm], gi[adm], iou[adm]
+    deg_d = np.bincount(ed, minlength=n_det)
+    deg_g = np.bincount(eg, minlength=n_gt)
+    simple = deg_d[ed] == 1
+    simple &= deg_g[eg] == 1
+    gt_match[eg[simple]] = ed[simple]
+    rest = np.flatnonzero(~simple)
+    fallback = np.zeros(batch.n_frames, dtype=bool)
+    if len(rest):
+        chosen, unresolved, _ = _small_components(ed[rest], eg[rest], ew[rest], n_det)
+        gt_match[eg[rest[chosen]]] = ed[rest[chosen]]
+        edge_frame = np.searchsorted(batch.gt_offsets, eg[rest[unresolved]], side="right") - 1
+        fallback[edge_frame] = True
+    hard = np.flatnonzero(fallback)
+    for f in hard.tolist():
+        d0, d1 = int(batch.det_offsets[f]), int(batch.det_offsets[f + 1])
+        g0, g1 = int(batch.gt_offsets[f]), int(batch.gt_offsets[f + 1])
+        m = (match_centres if matching == "centre_distance" else match_boxes)(
+            batch.det_boxes[d0:d1],
+            batch.gt_boxes[g0:g1],
+            max_distance if matching == "centre_distance" else iou_threshold,
+            batch.det_classes[d0:d1].tolist(),
+            batch.gt_classes[g0:g1].tolist(),
+            class_aware,
+        )
+        gt_match[g0:g1] = -1
+        gt_match[g0 + m.gt_indices] = d0 + m.det_indices
+    return gt_match, len(hard)
