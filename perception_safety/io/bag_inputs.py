@@ -24,13 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from perception_safety.io.bag import BagError, find_bags
-from perception_safety.io.config import parse_yaml, parse_yaml_document
+from perception_safety.io.bag.storage import MAX_METADATA_BYTES, bag_metadata_document
+from perception_safety.io.config import parse_yaml
 from perception_safety.io.dataset import DATASET_SUFFIXES, looks_like_dataset
 from perception_safety.io.episode_log import ROLLOUTS
 from perception_safety.safe_io.bounded_read import read_text
-
-MAX_METADATA_BYTES = 64 * 1024 * 1024
-"""A bag's metadata.yaml (or conditions sidecar) larger than this is refused (real ones are kilobytes)."""
 
 CUSTOM_PREFIX = "perception_safety."
 ROLE_KEY = CUSTOM_PREFIX + "rollout"
@@ -81,10 +79,9 @@ class BagInput:
 
 
 def bag_metadata(path: Path) -> dict:
-    """The ``rosbag2_bagfile_information`` mapping of a bag's metadata.yaml (the bounded safe loader)."""
-    meta = path / "metadata.yaml"
-    text = read_text(meta, MAX_METADATA_BYTES, "bag metadata", BagError)
-    data = parse_yaml_document(text, str(meta), BagError)  # not a mapping: no metadata; reading the bag names it
+    """The ``rosbag2_bagfile_information`` mapping of a bag's metadata.yaml (the bounded safe loader; parsed once per
+    file version and shared with the bag reader: do not modify it)."""
+    data = bag_metadata_document(path, BagError)  # not a mapping: no metadata; reading the bag names it
     info = data.get("rosbag2_bagfile_information") if isinstance(data, dict) else None
     return info if isinstance(info, dict) else {}
 

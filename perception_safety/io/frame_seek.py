@@ -13,11 +13,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
-from rosbags.rosbag2 import Reader
 
 from perception_safety.core.types import Frame
 from perception_safety.io import bag_messages as bm
 from perception_safety.io.bag import BagError, BagReadReport, BagTopics, read_frames
+from perception_safety.io.bag.storage import OpenBag, open_bag
 from perception_safety.io.typestore import ros2_typestore
 
 _DECODE = {bm.IMAGE_TYPE: bm.image_from_msg, bm.COMPRESSED_IMAGE_TYPE: bm.compressed_image_from_msg}
@@ -45,8 +45,7 @@ def images_at(bag: str | Path, topic: str | Sequence[str], stamps: Iterable[int]
     if wanted.size == 0:
         return out
     try:
-        reader = Reader(Path(bag))
-        reader.open()
+        reader = open_bag(Path(bag))
     except Exception as exc:
         raise BagError(f"{bag}: cannot open bag: {exc}") from exc
     try:
@@ -61,13 +60,13 @@ def images_at(bag: str | Path, topic: str | Sequence[str], stamps: Iterable[int]
     return out
 
 
-def _decode_wanted(bag: str | Path, reader: Reader, conns: list, wanted: np.ndarray, tolerance_ns: int,
+def _decode_wanted(bag: str | Path, reader: OpenBag, conns: list, wanted: np.ndarray, tolerance_ns: int,
                    out: dict[int, np.ndarray]) -> None:
     """Decode into ``out`` the first image of ``conns`` within the tolerance of each wanted stamp."""
     if conns[0].msgtype not in _DECODE:
         raise BagError(f"{bag}: topic {conns[0].topic} has type {conns[0].msgtype}, expected an image")
     store = ros2_typestore()
-    for conn, _, raw in reader.messages(connections=conns):
+    for conn, _, raw in reader.messages(conns):
         stamp = _header_stamp(raw)
         if stamp is None:
             continue

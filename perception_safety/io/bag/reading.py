@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rosbags.rosbag2 import Reader
 
 from perception_safety.core.types import Frame, InvalidValueError
 from perception_safety.io import bag_messages as bm
 from perception_safety.io import objects3d as o3
 from perception_safety.io.bag.layout import COMPRESSED_SUFFIX, TOPIC_TYPES, BagError, BagTopics
+from perception_safety.io.bag.storage import OpenBag, open_bag
 from perception_safety.io.typestore import ros2_typestore
 from perception_safety.monitors.base import MonitorResult
 
@@ -63,6 +63,8 @@ class BagReadReport:
     skipped: list[SkippedMessage] = field(default_factory=list)
     unmatched: dict[tuple[str, str], int] = field(default_factory=dict)
     missing_topics: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """How bags were read where it was not our own reader (`storage.OpenBag.note`: rosbags' Reader, and why)."""
 
     def summary_lines(self) -> list[str]:
         """Human-readable lines: skips per bag and topic, unmatched counts, missing topics."""
@@ -95,8 +97,7 @@ def read_monitor_results(
     path = Path(path)
     store = ros2_typestore()
     try:
-        reader = Reader(path)
-        reader.open()
+        reader = open_bag(path)
     except Exception as exc:
         raise BagError(f"{path}: cannot open bag: {exc}") from exc
     try:
@@ -104,7 +105,7 @@ def read_monitor_results(
         if not conns:
             raise BagError(f"{path}: topic {topics.monitor_results} not in the bag")
         out = []
-        for index, (conn, _, raw) in enumerate(reader.messages(connections=conns)):
+        for index, (conn, _, raw) in enumerate(reader.messages(conns)):
             try:
                 msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
                 out.append((bm.stamp_ns_of(msg), bm.monitor_results_from_msg(msg)))
@@ -175,18 +176,19 @@ def read_frames(
     path = Path(path)
     bag = str(path)
     try:
-        reader = Reader(path)
-        reader.open()
+        reader = open_bag(path)
     except Exception as exc:  # rosbags raises several types for damaged bags
         raise BagError(f"{bag}: cannot open bag: {exc}") from exc
     try:
         yield from _read_open(reader, bag, topics, tolerance_ns, with_images, report, statuses)
     finally:
+        if reader.note:
+            report.notes.append(reader.note)
         reader.close()
 
 
 def _connections(
-    reader: Reader, bag: str, topics: BagTopics, with_images: bool, report: BagReadReport
+    reader: OpenBag, bag: str, topics: BagTopics, with_images: bool, report: BagReadReport
 ) -> dict[str, Any]:
     by_topic = {c.topic: c for c in reader.connections}
     conns: dict[str, Any] = {}
@@ -220,7 +222,7 @@ def _connections(
 
 
 def _decode_topics(
-    reader: Reader, bag: str, conns: dict[str, Any], report: BagReadReport, statuses: StatusRecords | None = None
+    reader: OpenBag, bag: str, conns: dict[str, Any], report: BagReadReport, statuses: StatusRecords | None = None
 ) -> dict[str, tuple[np.ndarray, list[Any]]]:
     """Decode every non-image topic in one pass over the bag (one read of the file, whatever its size); the monitor
     results (connection ``conns["monitor_results"]``) go to ``statuses`` (one bad message drops them all, with the
@@ -238,7 +240,7 @@ def _decode_topics(
         return {}
     status_index = 0
     try:
-        for conn, _, raw in reader.messages(connections=wanted):
+        for conn, _, raw in reader.messages(wanted):
             if conn is status_conn or (status_conn is not None and conn.id == status_conn.id):
                 if statuses is not None and not statuses.missing:
                     try:
@@ -270,10 +272,10 @@ def _decode_topics(
     return {role: (np.asarray(stamps[role], dtype=np.int64), values[role]) for role in stamps}
 
 
-def _image_stamps(reader: Reader, bag: str, conn: Any, report: BagReadReport) -> np.ndarray:
+def _image_stamps(reader: OpenBag, bag: str, conn: Any, report: BagReadReport) -> np.ndarray:
     stamps = []
     try:
-        for index, (_, _, raw) in enumerate(reader.messages(connections=[conn])):
+        for index, (_, _, raw) in enumerate(reader.messages([conn])):
             try:
                 stamps.append(_raw_stamp(raw))
             except (struct.error, IndexError):
@@ -285,7 +287,7 @@ def _image_stamps(reader: Reader, bag: str, conn: Any, report: BagReadReport) ->
 
 
 def _read_open(
-    reader: Reader,
+    reader: OpenBag,
     bag: str,
     topics: BagTopics,
     tolerance_ns: int,
@@ -359,7 +361,7 @@ def _bag_label(path: Path) -> str:
 
 
 def _iter_images(
-    reader: Reader, bag: str, conn: Any, wanted: np.ndarray | None, report: BagReadReport
+    reader: OpenBag, bag: str, conn: Any, wanted: np.ndarray | None, report: BagReadReport
 ) -> Iterator[np.ndarray | None]:
     """One image (or None) per frame, in frame order, streaming through the image topic once."""
     if conn is None or wanted is None:
@@ -370,7 +372,7 @@ def _iter_images(
     for k in wanted[wanted >= 0]:
         needed[int(k)] = needed.get(int(k), 0) + 1
     cache: dict[int, np.ndarray | None] = {}
-    stream = enumerate(reader.messages(connections=[conn]))
+    stream = enumerate(reader.messages([conn]))
     for k in wanted:
         k = int(k)
         if k < 0:

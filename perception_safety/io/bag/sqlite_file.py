@@ -1,0 +1,68 @@
+"""One sqlite3 storage file of a rosbag2 bag (schema version 4 and later), read with the standard library.
+
+The same query as rosbags' reader (messages of the wanted topics ordered by timestamp) on a read-only, immutable
+connection; files of older schemas, or whose topics rosbags might read differently, are `Unhandled` (the caller then
+reads the bag with rosbags).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from perception_safety.io.bag.mcap_file import Channel, Unhandled
+
+_FORMATS = frozenset({"ros2msg", "ros2idl"})
+
+
+class Sqlite3File:
+    """A ``.db3`` file: `channels` (the topics table) and `plan` (module docstring)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._db = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
+        except sqlite3.Error as exc:
+            raise Unhandled(f"cannot open database: {exc}") from None
+        try:
+            self.channels = self._channels()
+        except sqlite3.Error as exc:
+            self.close()
+            raise Unhandled(f"database: {exc}") from None
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._db.close()
+
+    def _channels(self) -> dict[int, Channel]:
+        db = self._db
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if not {"messages", "topics", "schema", "message_definitions"} <= tables:
+            raise Unhandled("database tables of a schema before version 4")
+        version = db.execute("SELECT schema_version FROM schema").fetchone()
+        if version is None or not isinstance(version[0], int) or version[0] < 4:
+            raise Unhandled(f"database schema version {version}")
+        if any(enc not in _FORMATS for (enc,) in db.execute("SELECT encoding FROM message_definitions")):
+            raise Unhandled("message definition encoding")
+        out = {}
+        rows = db.execute("SELECT id, name, type, serialization_format, offered_qos_profiles, type_description_hash "
+                          "FROM topics ORDER BY id")
+        for cid, name, msgtype, fmt, qos, digest in rows:
+            if not isinstance(cid, int) or not all(isinstance(v, str) for v in (name, msgtype, fmt, qos, digest)):
+                raise Unhandled("topics table entry")
+            out[cid] = Channel(cid, name, msgtype, fmt, qos, digest)
+        return out
+
+    def plan(self, wanted: Mapping[int, Any]) -> Iterator[tuple[Any, int, bytes]]:
+        """``(wanted[topic id], timestamp, message bytes)`` of the wanted topics, in rosbags' order."""
+        if not wanted:
+            return iter(())
+        ids = sorted(wanted)
+        query = ("SELECT topics.id, messages.timestamp, messages.data FROM messages JOIN topics ON "
+                 f"messages.topic_id = topics.id WHERE topics.id IN ({','.join('?' * len(ids))}) ORDER BY timestamp")
+        rows = self._db.execute(query, ids)
+        return ((wanted[cid], stamp, data) for cid, stamp, data in rows)
