@@ -11,8 +11,8 @@ band counts the objects of that size. A frame without the attribute goes to ``un
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
 
@@ -24,7 +24,7 @@ from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.subset import select_frames, select_objects
 from perception_safety.evaluation.confusion.types import DistanceConfusion
-from perception_safety.evaluation.pcd.sample_table import input_kind, sample_table
+from perception_safety.evaluation.pcd.sample_table import input_kind, sample_table, size_bands
 from perception_safety.evaluation.pcd.samples import PCDSamples, samples_from_frames
 from perception_safety.pipeline.evaluate_config import EvaluateConfig, PCDTarget
 
@@ -75,19 +75,26 @@ class FrameSamples:
     raw: np.ndarray
     """Whether each sample came from recorded candidates (input ``raw``) or the thresholded detections."""
     requested: str
+    band: np.ndarray | None = None
+    """Size band of each sample's object when extracted per size band (``size_edges``), else None."""
 
     @classmethod
-    def of(cls, frames: Sequence[Frame], t: PCDTarget, cfg: EvaluateConfig, source: str) -> FrameSamples:
+    def of(cls, frames: Sequence[Frame], t: PCDTarget, cfg: EvaluateConfig, source: str,
+           size_edges: Sequence[float] | None = None) -> FrameSamples:
+        """``size_edges``: the samples of every object-size band (each from its band's boxes alone), banded."""
         mode = cfg.pcd.samples.input
         tab = sample_table(frames, t.class_id, t.track_id, t.iou_threshold, t.class_aware, source, mode,
-                           cfg.pcd.bootstrap.unit)  # fmt: skip
+                           cfg.pcd.bootstrap.unit, size_edges)  # fmt: skip
         order = np.argsort(tab.x, kind="stable")  # `samples_from_frames`' sort
         s = PCDSamples(tab.x[order], tab.y[order], tab.missed[order], source, tab.group[order], tab.input)
-        return cls(s, tab.frame[order], tab.raw[order], mode)
+        return cls(s, tab.frame[order], tab.raw[order], mode, None if tab.band is None else tab.band[order])
 
     def for_frames(self, frame_mask: np.ndarray) -> dict[str, Any]:
         """The JSON part `pcd_parts` gives for the frames selected by ``frame_mask``."""
-        keep = np.asarray(frame_mask, dtype=bool)[self.frame]
+        return self.selected(np.asarray(frame_mask, dtype=bool)[self.frame])
+
+    def selected(self, keep: np.ndarray) -> dict[str, Any]:
+        """The JSON part of the samples selected by ``keep`` (one flag per sample)."""
         s = self.samples
         kind = input_kind(self.raw[keep], self.requested)
         group = None if s.group is None else s.group[keep]
@@ -167,35 +174,25 @@ def speed_band_parts(
     return {band: band_parts(frames, batch, cfg, source, labels == band, samples) for band in dict.fromkeys(names)}
 
 
-def _band_index(heights: np.ndarray, edges: Sequence[float]) -> np.ndarray:
-    """Index of each height's band among ``speed_band(lo, edges, "px") for lo in edges``; -1 below the first edge."""
-    return np.searchsorted(np.asarray(edges, dtype=float), heights, side="right") - 1
-
-
 def size_band_parts(
     frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str
 ) -> dict[str, Any]:
     """The per-frame analyses per object-size band: every frame, keeping only the boxes whose height is in the band.
 
-    The confusion of a band comes from the frames' one batch with the other bands' boxes masked out; PCD samples
-    from the frames holding a ground-truth object of the band (a frame without one gives no sample).
+    The confusion of a band comes from the frames' one batch with the other bands' boxes masked out; PCD samples of
+    every band from one extraction that pairs boxes and ground truth only within a band (`sample_table`'s
+    ``size_edges``: the samples of the frames restricted to the band's boxes).
     """
     edges = cfg.evaluate.size_bands_px
     bands = [speed_band(lo, edges, "px") for lo in edges]  # every band of the edges, '>= last' included
-
-    def index(boxes: Sequence[Any]) -> np.ndarray:
-        return _band_index(np.array([b.box.y_max - b.box.y_min for b in boxes], dtype=float), edges)
-
-    gt_band = [index(f.ground_truth) for f in frames]
-    targets, every = cfg.evaluate.pcd_targets, cfg.pcd.samples.input == "raw"  # raw: every frame (`_samples`)
-    gt_target = [np.array([every or any(_is_target(g, t) for t in targets) for g in f.ground_truth], dtype=bool)
-                 for f in frames]  # fmt: skip
-    det_band = [index(f.detections) for f in frames]
-    present = set(np.concatenate([*gt_band, *det_band, np.zeros(0, int)]).tolist())
+    heights = np.fromiter((o.box.y_max - o.box.y_min for f in frames for o in (*f.ground_truth, *f.detections)),
+                          np.float64)  # fmt: skip
+    present = set(size_bands(heights, edges).tolist())
     if batch is not None:
-        gt_batch = _band_index(batch.gt_boxes[:, 3] - batch.gt_boxes[:, 1], edges)
-        det_batch = _band_index(batch.det_boxes[:, 3] - batch.det_boxes[:, 1], edges)
-    analyses = set(cfg.evaluate.analyses)
+        gt_batch = size_bands(batch.gt_boxes[:, 3] - batch.gt_boxes[:, 1], edges)
+        det_batch = size_bands(batch.det_boxes[:, 3] - batch.det_boxes[:, 1], edges)
+    samples = [FrameSamples.of(frames, t, cfg, source, edges) for t in cfg.evaluate.pcd_targets] if (
+        "pcd" in cfg.evaluate.analyses) else None
     out = {}
     for k, name in enumerate(bands):
         if k not in present:
@@ -203,26 +200,11 @@ def size_band_parts(
         part: dict[str, Any] = {"frames": len(frames)}
         if batch is not None:
             part["confusion"] = confusion_part(select_objects(batch, gt_batch == k, det_batch == k), cfg, source)
-        if "pcd" in analyses:
-            pairs = zip(frames, gt_band, det_band, gt_target, strict=True)
-            kept = [_only_band(f, gb == k, db == k, k, index) for f, gb, db, tg in pairs if ((gb == k) & tg).any()]
-            part["pcd"] = pcd_parts(kept, cfg, source)
+        if samples is not None:
+            part["pcd"] = {t.name: s.selected(s.band == k)
+                           for t, s in zip(cfg.evaluate.pcd_targets, samples, strict=True)}  # fmt: skip
         out[name] = part
     return out
-
-
-def _only_band(f: Frame, gt_keep: np.ndarray, det_keep: np.ndarray, k: int,
-               index: Callable[[Sequence[Any]], np.ndarray]) -> Frame:
-    """The frame with only its ground truth, detections and candidates of size band ``k`` (``index``: the band of
-    each box)."""
-    candidates = None if f.candidates is None else tuple(
-        c for c, b in zip(f.candidates, index(f.candidates), strict=True) if b == k)
-    return replace(
-        f,
-        ground_truth=tuple(g for g, keep in zip(f.ground_truth, gt_keep, strict=True) if keep),
-        detections=tuple(d for d, keep in zip(f.detections, det_keep, strict=True) if keep),
-        candidates=candidates,
-    )
 
 
 @dataclass

@@ -9,8 +9,8 @@ for two boxes) goes through `match_frame` as before; elsewhere the admissible pa
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,6 +37,18 @@ class SampleTable:
     """Whether each sample came from recorded candidates (input ``raw``) or the thresholded detections."""
     input: str
     """raw, thresholded or mixed (``samples.INPUT_MEANING``)."""
+    band: np.ndarray | None = None
+    """Size band of each sample's object (`size_bands`), when the table was extracted per size band."""
+
+
+def size_bands(heights: np.ndarray, edges: Sequence[float]) -> np.ndarray:
+    """Index of each box height's band ``[edges[k], edges[k + 1])`` (the last one open); -1 below the first edge."""
+    return np.searchsorted(np.asarray(edges, dtype=float), heights, side="right") - 1
+
+
+def _heights(boxes: list[tuple[float, float, float, float]]) -> np.ndarray:
+    b = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+    return b[:, 3] - b[:, 1]
 
 
 @dataclass
@@ -89,15 +101,20 @@ def _flatten(frames: Iterable[Frame], input: str, source: str) -> _Flat:
     return flat
 
 
-def _pairs(flat: _Flat, class_aware: bool, iou_threshold: float) -> tuple[np.ndarray, ...]:
+def _pairs(flat: _Flat, class_aware: bool, iou_threshold: float,
+           bands: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
     """Every (box, ground truth) pair of a frame, box-major then in ground-truth order: box index, gt index, IoU
-    and whether the pair is admissible (IoU > 0, at least ``iou_threshold``, same class when class-aware)."""
+    and whether the pair is admissible (IoU > 0, at least ``iou_threshold``, same class when class-aware).
+    ``bands`` (of the boxes, of the ground truth): only the pairs within one band (each band its own frame)."""
     box_frame = np.asarray(flat.box_frame, dtype=np.int64)
     gt_start = np.asarray([*flat.gt_start, len(flat.gt_class)], dtype=np.int64)
     n_gt = np.diff(gt_start)[box_frame]
     box = np.repeat(np.arange(len(box_frame), dtype=np.int64), n_gt)
     first = np.cumsum(n_gt) - n_gt  # each box's first pair
     gt = gt_start[box_frame][box] + (np.arange(len(box), dtype=np.int64) - np.repeat(first, n_gt))
+    if bands is not None:
+        same = bands[0][box] == bands[1][gt]
+        box, gt = box[same], gt[same]
     ious = iou_pairs(np.asarray(flat.box_boxes, dtype=np.float64).reshape(-1, 4)[box],
                      np.asarray(flat.gt_boxes, dtype=np.float64).reshape(-1, 4)[gt])  # fmt: skip
     ok = (ious > 0.0) & (ious >= iou_threshold)
@@ -139,8 +156,10 @@ def _thresholded_y(
     rows: np.ndarray,
     iou_threshold: float,
     class_aware: bool,
+    edges: Sequence[float] | None = None,
 ) -> None:
-    """Thresholded input on the frames ``rows``: ``y`` = IoU x score of the target's matched detection."""
+    """Thresholded input on the frames ``rows``: ``y`` = IoU x score of the target's matched detection (matched
+    within the object's size band when ``edges`` are given)."""
     if not rows.any():
         return
     if not 0.0 <= iou_threshold <= 1.0:  # what match_boxes raises
@@ -155,11 +174,25 @@ def _thresholded_y(
     simple = adm & ~tangled[box_frame[box]]  # one-to-one admissible pairs: every assignment's optimum holds them all
     y[gt[simple]] = ious[simple] * np.asarray(flat.box_score, dtype=np.float64)[box[simple]]
     for r in np.flatnonzero(tangled):
-        frame = flat.frames[r]
-        matching = match_frame(frame, iou_threshold=iou_threshold, class_aware=class_aware)
         start = flat.gt_start[r]
-        for g, d, iou in zip(matching.gt_indices, matching.det_indices, matching.ious, strict=True):
-            y[start + g] = iou * frame.detections[d].score
+        for gt_index, frame in _band_frames(flat.frames[r], edges):
+            matching = match_frame(frame, iou_threshold=iou_threshold, class_aware=class_aware)
+            for g, d, iou in zip(matching.gt_indices, matching.det_indices, matching.ious, strict=True):
+                y[start + gt_index[g]] = iou * frame.detections[d].score
+
+
+def _band_frames(frame: Frame, edges: Sequence[float] | None) -> Iterable[tuple[Sequence[int], Frame]]:
+    """The frame (``edges`` None), else per size band of its ground truth the frame with only that band's ground
+    truth and detections; each with the index in ``frame`` of its ground-truth objects."""
+    if edges is None:
+        yield range(len(frame.ground_truth)), frame
+        return
+    gt_band = size_bands(_heights([g.box.as_tuple() for g in frame.ground_truth]), edges).tolist()
+    det_band = size_bands(_heights([d.box.as_tuple() for d in frame.detections]), edges).tolist()
+    for band in dict.fromkeys(gt_band):
+        index = [i for i, b in enumerate(gt_band) if b == band]
+        dets = tuple(d for d, b in zip(frame.detections, det_band, strict=True) if b == band)
+        yield index, replace(frame, ground_truth=tuple(frame.ground_truth[i] for i in index), detections=dets)
 
 
 def input_kind(raw: np.ndarray, requested: str) -> str:
@@ -181,16 +214,25 @@ def sample_table(
     source: str = "",
     input: str = "auto",
     unit: str = "track",
+    size_edges: Sequence[float] | None = None,
 ) -> SampleTable:
-    """The samples of `samples.samples_from_frames` before its sort by distance, with each one's frame and input."""
+    """The samples of `samples.samples_from_frames` before its sort by distance, with each one's frame and input.
+
+    ``size_edges``: the samples of every object-size band at once (`size_bands` of the box heights): each band's
+    samples are those of the frames with only that band's ground truth, detections and candidates, and
+    `SampleTable.band` says each sample's band.
+    """
     if input not in ("auto", "raw", "thresholded"):
         raise ValueError(f"input must be auto, raw or thresholded, got {input!r}")
     flat = _flatten(frames, input, source)
-    box, gt, ious, ok = _pairs(flat, class_aware, iou_threshold)
+    bands = None
+    if size_edges is not None:
+        bands = (size_bands(_heights(flat.box_boxes), size_edges), size_bands(_heights(flat.gt_boxes), size_edges))
+    box, gt, ious, ok = _pairs(flat, class_aware, iou_threshold, bands)
     y = np.zeros(len(flat.gt_class))
     raw_rows = np.asarray(flat.frame_raw, dtype=bool)
     _raw_y(flat, box, gt, ious, ok, y, raw_rows)
-    _thresholded_y(flat, box, gt, ious, ok, y, ~raw_rows, iou_threshold, class_aware)
+    _thresholded_y(flat, box, gt, ious, ok, y, ~raw_rows, iou_threshold, class_aware, size_edges)
     kept = [i for i, (g, c) in enumerate(zip(flat.gt_kept, flat.gt_class, strict=True))
             if (class_id is None or c == class_id) and (track_id is None or g[1] == track_id)]  # fmt: skip
     idx = np.asarray(kept, dtype=np.int64)
@@ -206,4 +248,5 @@ def sample_table(
         frame=np.asarray(flat.frame_index, dtype=np.int64)[rows],
         raw=raw,
         input=input_kind(raw, input),
+        band=None if bands is None else bands[1][idx],
     )

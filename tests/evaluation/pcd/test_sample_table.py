@@ -8,7 +8,7 @@ import pytest
 
 from perception_safety.core import Box, Detection, Frame, GroundTruthObject, match_frame
 from perception_safety.core.iou import iou_matrix
-from perception_safety.evaluation.pcd.sample_table import SampleError, sample_table
+from perception_safety.evaluation.pcd.sample_table import SampleError, input_kind, sample_table
 from perception_safety.evaluation.pcd.samples import samples_from_frames
 from perception_safety.pipeline.breakdowns import FrameSamples
 from perception_safety.pipeline.evaluate_config import EvaluateConfig, PCDTarget
@@ -171,3 +171,50 @@ def test_frame_samples_follow_their_frames() -> None:
     order = np.argsort(np.asarray([r[0] for r in rows], dtype=float), kind="stable")
     assert fs.frame.tolist() == [rows[i][3] for i in order] and fs.raw.tolist() == [rows[i][4] for i in order]
     assert fs.samples.y.tolist() == [rows[i][1] for i in order] and fs.samples.input == kind
+
+
+def _only_band(frame: Frame, edges, k: int) -> Frame:
+    """The frame with only its ground truth, detections and candidates whose box height lies in band ``k``."""
+
+    def band(box: Box) -> int:
+        return sum(box.y_max - box.y_min >= e for e in edges) - 1
+
+    keep = lambda objs: tuple(o for o in objs if band(o.box) == k)  # noqa: E731
+    cands = None if frame.candidates is None else keep(frame.candidates)
+    return Frame(frame.stamp_ns, keep(frame.detections), keep(frame.ground_truth), candidates=cands)
+
+
+@pytest.mark.parametrize("edges", [(0.0, 6.0, 10.0), (5.0, 9.0), (8.0,)])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_size_bands_are_the_samples_of_each_bands_boxes_alone(case: int, edges) -> None:
+    """`sample_table(..., size_edges)` pairs boxes and targets only within a size band: each band's samples are
+    the per-frame rule's on the frames restricted to that band's boxes (heights 4, 8 and 12 px; band -1 below the
+    first edge is in no band)."""
+    input, share, thr, aware, cls, track, unit = CASES[case]
+    seen = 0
+    for seed in range(4):
+        frames = _scene(np.random.default_rng(100 * case + seed), 60, share)
+        tab = sample_table(frames, cls, track, thr, aware, "bag", input, unit, size_edges=edges)
+        for k in range(-1 if edges[0] > 0 else 0, len(edges)):
+            rows, kind = _reference([_only_band(f, edges, k) for f in frames], cls, track, thr, aware, "bag", input,
+                                    unit)  # fmt: skip
+            sel = tab.band == k
+            assert tab.x[sel].tolist() == [r[0] for r in rows] and tab.y[sel].tolist() == [r[1] for r in rows]
+            assert tab.group[sel].tolist() == [r[2] for r in rows] and tab.frame[sel].tolist() == [r[3] for r in rows]
+            assert tab.raw[sel].tolist() == [r[4] for r in rows]
+            assert input_kind(tab.raw[sel], input) == kind
+            seen += sum(r[1] > 0 for r in rows)
+    assert seen > 0 or cls == "nothing" or track is not None  # the bands hold detected samples
+
+
+def test_frame_samples_of_size_bands_select_like_the_bands_frames() -> None:
+    """`FrameSamples.of(..., size_edges)`: each band's JSON part is `pcd_parts` of the band-restricted frames."""
+    from perception_safety.pipeline.breakdowns import pcd_parts
+
+    frames = _scene(np.random.default_rng(3), 200, 0.5)
+    cfg = EvaluateConfig.model_validate({"evaluate": {"pcd_targets": [{"name": "c", "class_id": "car"}]}})
+    t = PCDTarget(name="c", class_id="car")
+    edges = (0.0, 6.0, 10.0)
+    fs = FrameSamples.of(frames, t, cfg, "bag", edges)
+    for k in range(3):
+        assert fs.selected(fs.band == k) == pcd_parts([_only_band(f, edges, k) for f in frames], cfg, "bag")["c"]
