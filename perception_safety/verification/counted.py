@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -111,13 +112,18 @@ class CountedObservations:
         return self.clusters, np.broadcast_to(self.clusters.sum(axis=2, keepdims=True), self.clusters.shape)
 
     def design(self) -> ColumnDesign | None:
-        """Design effect, clusters and frames per ``[bin, true]`` column; ``None`` without cluster counts.
+        """Design effect, clusters and frames per ``[bin, true]`` column; ``None`` without cluster counts
+        (computed once per object: the sweep reads it for every max speed, the bounds and the posterior).
 
         A column's design effect is the largest of its cells', and at least ``1 + (m_w − 1) ρ`` with ``ρ`` the
         frame-weighted ICC of the same true label over the bins where it could be estimated (a bin whose
         frames all fall in one cell has no variation to estimate it from; the detector's episodes are the
         same there) and ``m_w = Σ m² / Σ m`` the bin's size-weighted cluster size.
         """
+        return self._design
+
+    @cached_property
+    def _design(self) -> ColumnDesign | None:
         if self.clusters is None:
             return None
         succ, trials = self._per_cell()
@@ -132,6 +138,8 @@ class CountedObservations:
         pooled = 1.0 + (m_w - 1.0) * rho[None, :]
         clusters = k.max(axis=1)
         hits = np.maximum(deff.max(axis=1), np.maximum(pooled, self._hit_design(n_c, clusters)))
+        for a in (hits, clusters, frames):
+            a.flags.writeable = False  # shared by every caller of `design`
         return ColumnDesign(deff=hits, clusters=clusters, frames=frames)
 
     def _hit_design(self, n_c: np.ndarray, clusters: np.ndarray) -> np.ndarray:
