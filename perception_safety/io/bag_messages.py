@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -211,23 +210,50 @@ def ground_truth_to_msg(objects: tuple[GroundTruthObject, ...], stamp_ns: int, f
     return _t(DETECTIONS_TYPE)(header=header(stamp_ns, frame_id), detections=dets)
 
 
-def _box_of(det: Any, i: int) -> Box:
-    b = det.bbox
-    values = (b.center.position.x, b.center.position.y, b.size_x, b.size_y)
+def box_of_values(i: int, cx: float, cy: float, size_x: float, size_y: float) -> Box:
+    """The box of detection ``i`` from its BoundingBox2D values; `InvalidValueError` names a bad one."""
+    values = (cx, cy, size_x, size_y)
     if not all(math.isfinite(v) for v in values):
         raise InvalidValueError(f"detections[{i}]: non-finite box {values}")
-    if b.size_x < 0 or b.size_y < 0:
-        raise InvalidValueError(f"detections[{i}]: negative box size ({b.size_x}, {b.size_y})")
+    if size_x < 0 or size_y < 0:
+        raise InvalidValueError(f"detections[{i}]: negative box size ({size_x}, {size_y})")
     return Box.from_center(*values)
 
 
-def _hypothesis(det: Any, i: int) -> tuple[str, float]:
-    if not det.results:
+def hypothesis_of_values(i: int, first: tuple[Any, float] | None) -> tuple[str, float]:
+    """``(class id, score)`` of detection ``i`` from its first result's hypothesis (``None``: no results)."""
+    if first is None:
         raise InvalidValueError(f"detections[{i}]: no results (class hypothesis) present")
+    class_id, score = first
+    if not math.isfinite(score):
+        raise InvalidValueError(f"detections[{i}]: non-finite score {score}")
+    return str(class_id), float(score)
+
+
+def ground_truth_of_values(i: int, first: tuple[Any, float] | None, position: tuple[float, float, float],
+                           box: tuple[float, float, float, float], ident: Any) -> GroundTruthObject:
+    """A ground-truth object from its Detection2D values (checks in the order of `ground_truth_from_msg`): an
+    ignore region when its score is 0."""
+    class_id, score = hypothesis_of_values(i, first)
+    b = box_of_values(i, *box)
+    pos = (float(position[0]), float(position[1]), float(position[2]))
+    return GroundTruthObject(b, class_id, math.hypot(*pos), pos, str(ident), score == 0.0)
+
+
+def _first(det: Any) -> tuple[Any, float] | None:
+    if not det.results:
+        return None
     hyp = det.results[0].hypothesis
-    if not math.isfinite(hyp.score):
-        raise InvalidValueError(f"detections[{i}]: non-finite score {hyp.score}")
-    return str(hyp.class_id), float(hyp.score)
+    return hyp.class_id, hyp.score
+
+
+def _box_of(det: Any, i: int) -> Box:
+    b = det.bbox
+    return box_of_values(i, b.center.position.x, b.center.position.y, b.size_x, b.size_y)
+
+
+def _hypothesis(det: Any, i: int) -> tuple[str, float]:
+    return hypothesis_of_values(i, _first(det))
 
 
 def detections_from_msg(msg: Any) -> tuple[Detection, ...]:
@@ -256,10 +282,12 @@ def ground_truth_from_msg(msg: Any) -> tuple[GroundTruthObject, ...]:
     """A ground-truth Detection2DArray as objects with position and distance (its norm)."""
     out = []
     for i, det in enumerate(msg.detections):
-        class_id, score = _hypothesis(det, i)
-        p = det.results[0].pose.pose.position
-        g = GroundTruthObject.at_position(_box_of(det, i), class_id, (p.x, p.y, p.z), str(det.id))
-        out.append(replace(g, ignore=True) if score == 0.0 else g)
+        first = _first(det)
+        p = det.results[0].pose.pose.position if first is not None else None
+        b = det.bbox
+        box = (b.center.position.x, b.center.position.y, b.size_x, b.size_y)
+        out.append(ground_truth_of_values(i, first, (p.x, p.y, p.z) if p is not None else (0.0, 0.0, 0.0), box,
+                                          det.id))
     return tuple(out)
 
 
@@ -281,12 +309,16 @@ def ego_to_msg(ego: EgoState, stamp_ns: int, frame_id: str = "map") -> Any:
     )
 
 
+def ego_of_values(x: float, y: float, qx: float, qy: float, qz: float, qw: float, speed: float) -> EgoState:
+    """Ego state from an Odometry's position, orientation quaternion and forward speed (yaw about z)."""
+    yaw = math.atan2(2.0 * (qw * qz + qx * qy), 1.0 - 2.0 * (qy * qy + qz * qz))
+    return EgoState(x=float(x), y=float(y), yaw=yaw, speed=float(speed))
+
+
 def ego_from_msg(msg: Any) -> EgoState:
     """nav_msgs/Odometry as ego state (yaw from the quaternion)."""
-    q = msg.pose.pose.orientation
-    yaw = math.atan2(2.0 * (q.w * q.z + q.x * q.y), 1.0 - 2.0 * (q.y * q.y + q.z * q.z))
-    p = msg.pose.pose.position
-    return EgoState(x=float(p.x), y=float(p.y), yaw=yaw, speed=float(msg.twist.twist.linear.x))
+    q, p = msg.pose.pose.orientation, msg.pose.pose.position
+    return ego_of_values(p.x, p.y, q.x, q.y, q.z, q.w, msg.twist.twist.linear.x)
 
 
 def value_text(v: object) -> str:
@@ -336,12 +368,19 @@ def monitor_results_to_msg(results: tuple[MonitorResult, ...], stamp_ns: int, ha
     return _t(DIAGNOSTICS_TYPE)(header=header(stamp_ns, hardware_id), status=statuses)
 
 
+def monitor_results_of_values(statuses: Any) -> tuple[MonitorResult, ...]:
+    """Monitor results from ``(level, name, message, [(key, value)])`` per DiagnosticStatus."""
+    out = []
+    for level, name, message, pairs in statuses:
+        if level not in (0, 1, 2, 3):
+            raise InvalidValueError(f"status {name!r}: level {level} is not OK/WARN/ERROR/STALE")
+        out.append(result_from_fields(str(name), level, str(message), pairs))
+    return tuple(out)
+
+
 def monitor_results_from_msg(msg: Any) -> tuple[MonitorResult, ...]:
     """A DiagnosticArray of monitor statuses back as results."""
-    out = []
-    for st in msg.status:
-        level = st.level[0] if isinstance(st.level, bytes | bytearray) else int(st.level)
-        if level not in (0, 1, 2, 3):
-            raise InvalidValueError(f"status {st.name!r}: level {level} is not OK/WARN/ERROR/STALE")
-        out.append(result_from_fields(str(st.name), level, str(st.message), [(kv.key, kv.value) for kv in st.values]))
-    return tuple(out)
+    return monitor_results_of_values(
+        (st.level[0] if isinstance(st.level, bytes | bytearray) else int(st.level), st.name, st.message,
+         [(kv.key, kv.value) for kv in st.values])
+        for st in msg.status)

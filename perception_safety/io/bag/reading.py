@@ -20,6 +20,7 @@ import numpy as np
 from perception_safety.core.types import Frame, InvalidValueError
 from perception_safety.io import bag_messages as bm
 from perception_safety.io import objects3d as o3
+from perception_safety.io.bag.decode import decode
 from perception_safety.io.bag.layout import COMPRESSED_SUFFIX, TOPIC_TYPES, BagError, BagTopics
 from perception_safety.io.bag.storage import OpenBag, open_bag
 from perception_safety.io.typestore import ros2_typestore
@@ -107,8 +108,7 @@ def read_monitor_results(
         out = []
         for index, (conn, _, raw) in enumerate(reader.messages(conns)):
             try:
-                msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
-                out.append((bm.stamp_ns_of(msg), bm.monitor_results_from_msg(msg)))
+                out.append(decode("monitor_results", conn.msgtype, raw, store, bm.monitor_results_from_msg))
             except Exception as exc:
                 raise BagError(f"{path}: {conn.topic} message #{index}: {exc}") from exc
         return out
@@ -244,8 +244,8 @@ def _decode_topics(
             if conn is status_conn or (status_conn is not None and conn.id == status_conn.id):
                 if statuses is not None and not statuses.missing:
                     try:
-                        msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
-                        statuses.items.append((bm.stamp_ns_of(msg), bm.monitor_results_from_msg(msg)))
+                        statuses.items.append(decode("monitor_results", conn.msgtype, raw, store,
+                                                     bm.monitor_results_from_msg))
                     except Exception as exc:
                         statuses.items.clear()
                         statuses.missing = f"{bag}: {conn.topic} message #{status_index}: {exc}"
@@ -255,9 +255,8 @@ def _decode_topics(
             index = counts[role]
             counts[role] += 1
             try:
-                msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
-                value = _DECODE_3D.get((role, conn.msgtype), _DECODE[role])(msg)
-                stamp = bm.stamp_ns_of(msg)
+                convert = _DECODE_3D.get((role, conn.msgtype), _DECODE[role])
+                stamp, value = decode(role, conn.msgtype, raw, store, convert)
             except InvalidValueError as exc:
                 report.skipped.append(SkippedMessage(bag, conn.topic, index, str(exc)))
                 continue

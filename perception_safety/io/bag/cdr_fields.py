@@ -1,0 +1,165 @@
+"""Field-selective CDR readers for the message types `evaluate` reads from every bag (vision_msgs Detection2DArray,
+nav_msgs Odometry, diagnostic_msgs DiagnosticArray): only the values the frames need are unpacked (covariances
+and other unused numbers are bounds-checked and skipped), into plain tuples.
+
+Each reader accepts exactly the bytes rosbags' ``deserialize_cdr`` accepts and reads the same values (XCDR1,
+little- or big-endian, alignment relative to the payload after the 4-byte encapsulation header; every string,
+used or not, checked for its length, terminator and UTF-8 as rosbags checks it; at most 3 bytes of padding after
+the message). Anything else raises `CdrMismatch`: the caller then deserialises the message with rosbags, whose
+result or error is the reference.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+
+class CdrMismatch(Exception):  # noqa: N818 - a hand-over to rosbags, not a user-facing error
+    """The bytes are not read here (malformed, truncated, or a layout rosbags may read otherwise)."""
+
+
+class _Order:
+    """The struct readers of one byte order."""
+
+    def __init__(self, prefix: str) -> None:
+        self.u32 = struct.Struct(prefix + "I").unpack_from
+        self.stamp = struct.Struct(prefix + "iI").unpack_from
+        self.f64x8 = struct.Struct(prefix + "8d").unpack_from  # score + pose (position, orientation)
+        self.f64x5 = struct.Struct(prefix + "5d").unpack_from  # BoundingBox2D
+        self.f64x7 = struct.Struct(prefix + "7d").unpack_from  # Pose
+        self.f64 = struct.Struct(prefix + "d").unpack_from
+
+
+_LITTLE, _BIG = _Order("<"), _Order(">")
+
+
+def _order(raw: bytes) -> _Order:
+    if len(raw) < 4 or raw[0] != 0 or raw[1] > 1:
+        raise CdrMismatch("encapsulation")
+    return _LITTLE if raw[1] else _BIG
+
+
+def _string(raw: bytes, p: int, o: _Order) -> tuple[str, int]:
+    """The string at ``p`` (aligned here to 4) and the position after it."""
+    p += -p & 3  # payload offset 4: alignment relative to the payload is alignment of the absolute position
+    try:
+        size = o.u32(raw, p)[0]
+    except struct.error:
+        raise CdrMismatch("truncated") from None
+    end = p + 4 + size
+    if size < 1 or end > len(raw) or raw[end - 1] != 0:
+        raise CdrMismatch("string")
+    try:
+        return raw[p + 4 : end - 1].decode(), end
+    except UnicodeDecodeError:
+        raise CdrMismatch("string") from None
+
+
+def _count(raw: bytes, p: int, o: _Order, minimum: int) -> tuple[int, int]:
+    """A sequence's element count at ``p`` (aligned to 4) and the position after it (rosbags' bound on counts)."""
+    p += -p & 3
+    try:
+        n = o.u32(raw, p)[0]
+    except struct.error:
+        raise CdrMismatch("truncated") from None
+    p += 4
+    if p + n * minimum > len(raw):
+        raise CdrMismatch("count")
+    return n, p
+
+
+def _align8(p: int) -> int:
+    return p + (-(p - 4) & 7)
+
+
+def _header(raw: bytes, o: _Order) -> tuple[int, int]:
+    """Stamp (ns) of the std_msgs/Header that opens the message, and the position after its frame id."""
+    try:
+        sec, nanosec = o.stamp(raw, 4)
+    except struct.error:
+        raise CdrMismatch("truncated") from None
+    _, p = _string(raw, 12, o)
+    return sec * 1_000_000_000 + nanosec, p
+
+
+def _end(raw: bytes, p: int) -> None:
+    if p > len(raw) or p + 3 < len(raw):
+        raise CdrMismatch("size")
+
+
+def detection2d_array(raw: bytes) -> tuple[int, list[tuple[Any, ...]]]:
+    """``(stamp_ns, [(first result (class_id, score) or None, position (x, y, z) or None, box (cx, cy, sx, sy),
+    id)])`` of a vision_msgs/Detection2DArray."""
+    o = _order(raw)
+    stamp, p = _header(raw, o)
+    n, p = _count(raw, p, o, 1)
+    out = []
+    try:
+        for _ in range(n):
+            _, p = _header_at(raw, p, o)
+            results, p = _count(raw, p, o, 1)
+            first = position = None
+            for k in range(results):
+                class_id, p = _string(raw, p, o)
+                p = _align8(p)
+                score, px, py, pz, *_ = o.f64x8(raw, p)
+                p += 64 + 288  # score, pose, covariance (36 doubles)
+                if k == 0:
+                    first, position = (class_id, score), (px, py, pz)
+            p = _align8(p)
+            box = o.f64x5(raw, p)
+            cx, cy, _, sx, sy = box
+            ident, p = _string(raw, p + 40, o)
+            out.append((first, position, (cx, cy, sx, sy), ident))
+    except struct.error:
+        raise CdrMismatch("truncated") from None
+    _end(raw, p)
+    return stamp, out
+
+
+def _header_at(raw: bytes, p: int, o: _Order) -> tuple[int, int]:
+    """A std_msgs/Header inside the message (aligned to 4): its stamp and the position after it."""
+    p += -p & 3
+    sec, nanosec = o.stamp(raw, p)
+    _, p = _string(raw, p + 8, o)
+    return sec * 1_000_000_000 + nanosec, p
+
+
+def odometry(raw: bytes) -> tuple[int, tuple[float, ...]]:
+    """``(stamp_ns, (x, y, qx, qy, qz, qw, forward speed))`` of a nav_msgs/Odometry."""
+    o = _order(raw)
+    stamp, p = _header(raw, o)
+    _, p = _string(raw, p, o)  # child_frame_id
+    p = _align8(p)
+    try:
+        x, y, _, qx, qy, qz, qw = o.f64x7(raw, p)
+        speed = o.f64(raw, p + 56 + 288)[0]  # twist.twist.linear.x after the pose covariance
+    except struct.error:
+        raise CdrMismatch("truncated") from None
+    _end(raw, p + 56 + 288 + 48 + 288)
+    return stamp, (x, y, qx, qy, qz, qw, speed)
+
+
+def diagnostic_array(raw: bytes) -> tuple[int, list[tuple[int, str, str, list[tuple[str, str]]]]]:
+    """``(stamp_ns, [(level, name, message, [(key, value)])])`` of a diagnostic_msgs/DiagnosticArray."""
+    o = _order(raw)
+    stamp, p = _header(raw, o)
+    n, p = _count(raw, p, o, 1)
+    out = []
+    for _ in range(n):
+        if p >= len(raw):
+            raise CdrMismatch("truncated")
+        level = raw[p] - 256 if raw[p] > 127 else raw[p]  # rosbags reads a byte as a signed int
+        name, p = _string(raw, p + 1, o)
+        message, p = _string(raw, p, o)
+        _, p = _string(raw, p, o)  # hardware_id
+        count, p = _count(raw, p, o, 1)
+        pairs = []
+        for _ in range(count):
+            key, p = _string(raw, p, o)
+            value, p = _string(raw, p, o)
+            pairs.append((key, value))
+        out.append((level, name, message, pairs))
+    _end(raw, p)
+    return stamp, out

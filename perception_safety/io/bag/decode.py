@@ -1,0 +1,65 @@
+"""One message of a bag to the value a frame carries: through the field-selective readers of `cdr_fields` where
+the type has one, else (and for every message those readers hand over) rosbags' deserialiser and the message
+converters of `io.bag_messages`. Both paths end in the same checks, so a value, a skip reason or an error is the
+same whichever path read the bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from perception_safety.core.types import Detection, GroundTruthObject
+from perception_safety.io import bag_messages as bm
+from perception_safety.io.bag import cdr_fields as cf
+from perception_safety.monitors.base import MonitorResult
+
+
+def _detections(raw: bytes) -> tuple[int, tuple[Detection, ...]]:
+    stamp, items = cf.detection2d_array(raw)
+    out = []
+    for i, (first, _, box, _) in enumerate(items):
+        class_id, score = bm.hypothesis_of_values(i, first)
+        out.append(Detection(bm.box_of_values(i, *box), class_id, score))
+    return stamp, tuple(out)
+
+
+def _ground_truth(raw: bytes) -> tuple[int, tuple[GroundTruthObject, ...]]:
+    stamp, items = cf.detection2d_array(raw)
+    return stamp, tuple(bm.ground_truth_of_values(i, first, position or (0.0, 0.0, 0.0), box, ident)
+                        for i, (first, position, box, ident) in enumerate(items))
+
+
+def _ego(raw: bytes) -> tuple[int, Any]:
+    stamp, values = cf.odometry(raw)
+    return stamp, bm.ego_of_values(*values)
+
+
+def _statuses(raw: bytes) -> tuple[int, tuple[MonitorResult, ...]]:
+    stamp, statuses = cf.diagnostic_array(raw)
+    return stamp, bm.monitor_results_of_values(statuses)
+
+
+FAST: dict[tuple[str, str], Callable[[bytes], tuple[int, Any]]] = {
+    ("detections", bm.DETECTIONS_TYPE): _detections,
+    ("candidates", bm.DETECTIONS_TYPE): _detections,
+    ("ground_truth", bm.DETECTIONS_TYPE): _ground_truth,
+    ("ego", bm.ODOMETRY_TYPE): _ego,
+    ("monitor_results", bm.DIAGNOSTICS_TYPE): _statuses,
+}
+"""(topic role, message type) -> reader of ``(stamp_ns, value)`` from CDR bytes."""
+
+
+def decode(role: str, msgtype: str, raw: bytes | memoryview, store: Any,
+           convert: Callable[[Any], Any]) -> tuple[int, Any]:
+    """``(stamp_ns, value)`` of one message: the field-selective reader when there is one and it reads the bytes,
+    else rosbags' ``store.deserialize_cdr`` and ``convert`` (the value raises what the converter raises)."""
+    fast = FAST.get((role, msgtype))
+    if fast is not None:
+        data = raw if isinstance(raw, bytes) else bytes(raw)
+        try:
+            return fast(data)
+        except cf.CdrMismatch:
+            pass
+    msg = store.deserialize_cdr(memoryview(raw), msgtype)
+    value = convert(msg)
+    return bm.stamp_ns_of(msg), value
