@@ -1,22 +1,27 @@
 """A few frames of a bag by stamp, with their images: the evidence pass behind report thumbnails and ``frames``.
 
-The per-bag evaluation pass never decodes images; this pass reads the bag's non-image topics (cheap), keeps the
-frames whose anchor stamp is wanted, then streams the image topic once and decodes only the images whose header
-stamp is wanted (within the tolerance). Cost: one image decode per wanted frame, whatever the bag's length.
+The per-bag evaluation pass never decodes images. With each frame's recording window (the first and last log time
+of its messages, which `read_frames` collects in that pass) `frames_in_windows` seeks: it reads only the messages
+logged inside each window (only the file's chunks of that time are read) and decodes the frame's image. Without the
+windows (results of an older version) `frames_at` reads the bag's non-image topics, keeps the frames whose anchor
+stamp is wanted, then streams the image topic once and decodes only the images whose header stamp is wanted
+(within the tolerance). Either way: one image decode per wanted frame.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from perception_safety.core.types import Frame
 from perception_safety.io import bag_messages as bm
 from perception_safety.io.bag import BagError, BagReadReport, BagTopics, read_frames
+from perception_safety.io.bag.reading import _read_open
 from perception_safety.io.bag.storage import OpenBag, open_bag
 from perception_safety.io.typestore import ros2_typestore
 
@@ -60,7 +65,7 @@ def images_at(bag: str | Path, topic: str | Sequence[str], stamps: Iterable[int]
     return out
 
 
-def _decode_wanted(bag: str | Path, reader: OpenBag, conns: list, wanted: np.ndarray, tolerance_ns: int,
+def _decode_wanted(bag: str | Path, reader: OpenBag | _Window, conns: list, wanted: np.ndarray, tolerance_ns: int,
                    out: dict[int, np.ndarray]) -> None:
     """Decode into ``out`` the first image of ``conns`` within the tolerance of each wanted stamp."""
     if conns[0].msgtype not in _DECODE:
@@ -95,3 +100,69 @@ def frames_at(bag: str | Path, stamps: Iterable[int], topics: BagTopics | None =
     names = [image_topic] if image_topic is not None else [topics.image, topics.image + "/compressed"]
     images = images_at(bag, names, frames, tolerance_ns)
     return {s: replace(f, image=images.get(s)) for s, f in frames.items()}
+
+
+IMAGE_SEARCH_NS = (0, 1_000_000_000)
+"""Margins around a frame's window searched in turn for its image (not in the window when the camera's message was
+logged before or after all of the frame's other messages); then the whole image topic."""
+
+
+class _Window:
+    """An open reader seen through the log-time window ``[start, stop)``: what `_read_open` reads of it."""
+
+    def __init__(self, reader: OpenBag, start: int, stop: int) -> None:
+        self.reader, self.start, self.stop = reader, start, stop
+
+    @property
+    def connections(self) -> list:
+        return self.reader.connections
+
+    def messages(self, connections: Sequence) -> Iterator[tuple[Any, int, bytes]]:
+        return self.reader.messages(connections, self.start, self.stop)
+
+
+def frames_in_windows(bag: str | Path, windows: Mapping[int, Sequence[int]], topics: BagTopics | None = None,
+                      tolerance_ns: int = 0, image_topic: str | None = None) -> dict[int, Frame]:
+    """The frames of ``bag`` at the wanted anchor stamps (``windows``: stamp -> recording window ``(first, last)``
+    log time), each with its image when the bag has one, reading only the messages logged in the windows.
+
+    The frame is the one `read_frames` assembles (its messages are all in the window and the nearest of all is the
+    nearest of those); its image is the first image message with the frame's stamp (within the tolerance) in the
+    window, else in the window widened by `IMAGE_SEARCH_NS`, else anywhere on the topic.
+    """
+    topics = topics or BagTopics()
+    names = [image_topic] if image_topic is not None else [topics.image, topics.image + "/compressed"]
+    try:
+        reader = open_bag(Path(bag))
+    except Exception as exc:
+        raise BagError(f"{bag}: cannot open bag: {exc}") from exc
+    out: dict[int, Frame] = {}
+    try:
+        conns = next(([c for c in reader.connections if c.topic == n] for n in names
+                      if any(c.topic == n for c in reader.connections)), [])
+        for stamp, (lo, hi) in sorted(windows.items(), key=lambda kv: tuple(kv[1])):
+            view = _Window(reader, int(lo), int(hi) + 1)
+            found = [f for f in _read_open(view, str(bag), topics, tolerance_ns, False, BagReadReport())
+                     if f.stamp_ns == stamp]
+            if found:
+                out[stamp] = replace(found[-1], image=_image_near(bag, reader, conns, stamp, int(lo), int(hi),
+                                                                  tolerance_ns))
+    finally:
+        reader.close()
+    return out
+
+
+def _image_near(bag: str | Path, reader: OpenBag, conns: list, stamp: int, lo: int, hi: int,
+                tolerance_ns: int) -> np.ndarray | None:
+    """The image of the frame at ``stamp`` logged nearest its window ``[lo, hi]`` (`frames_in_windows`)."""
+    if not conns:
+        return None
+    wanted = np.asarray([stamp], dtype=np.int64)
+    for margin in IMAGE_SEARCH_NS:
+        got: dict[int, np.ndarray] = {}
+        _decode_wanted(bag, _Window(reader, lo - margin, hi + margin + 1), conns, wanted, tolerance_ns, got)
+        if got:
+            return got[stamp]
+    got = {}
+    _decode_wanted(bag, reader, conns, wanted, tolerance_ns, got)
+    return got.get(stamp)

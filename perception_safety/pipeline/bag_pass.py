@@ -77,6 +77,9 @@ class EpisodeFrames:
     """Why the verdicts are absent (topic or status not in the input), when they were asked for."""
     topics: tuple[str, ...] = ()
     """The input's topic names from its metadata (`MapInput.topics`); empty when unknown."""
+    log_windows: Mapping[int, tuple[int, int]] = field(default_factory=dict)
+    """Each frame's recording window (anchor stamp -> first and last log time of its messages; `read_frames`), so
+    the report can seek a referenced frame instead of reading the bag again; empty for a dataset."""
 
 
 EpisodeMap = Callable[[EpisodeFrames], dict[str, Any]]
@@ -120,12 +123,13 @@ def read_episodes(inp: MapInput, opts: ReadOptions, report: BagReadReport) -> It
     if inp.kind != "bag":
         raise BagError(f"{inp.path}: unknown input kind {inp.kind!r}")
     records = StatusRecords() if opts.statuses is not None else None
-    frames = list(read_frames(inp.path, opts.topics, opts.tolerance_ns, opts.with_images, report, records))
+    windows: dict[int, tuple[int, int]] = {}
+    frames = list(read_frames(inp.path, opts.topics, opts.tolerance_ns, opts.with_images, report, records, windows))
     verdicts, missing = (None, "")
     if records is not None and opts.statuses is not None:
         verdicts, missing = _verdicts(inp.path, frames, records, opts.statuses, opts.topics.monitor_results)
     episode = str(inp.conditions.get("episode") or inp.path)
-    yield EpisodeFrames(inp.path, episode, inp.conditions, frames, verdicts, missing, inp.topics)
+    yield EpisodeFrames(inp.path, episode, inp.conditions, frames, verdicts, missing, inp.topics, windows)
 
 
 def run_pass(inp: MapInput, opts: ReadOptions, episode_map: EpisodeMap, image_size: tuple[int, int] | None = None,

@@ -73,9 +73,12 @@ def evidence_part(ep: EpisodeFrames, cfg: EvaluateConfig, bbsl: Mapping[str, Map
         doc["stops_not_judged"] = stops_note
     topic = image_topic(ep.source, cfg.bags.topics, ep.topics)
     t0 = min((f.stamp_ns for f in frames), default=0)
+    windows = ep.log_windows
     for cell in doc["cells"].values():
         for r in cell["refs"]:
             r.update(bag=ep.source, topic=topic, episode=ep.episode, t_s=round((r["stamp_ns"] - t0) / 1e9, 3))
+            if (w := windows.get(r["stamp_ns"])) is not None:
+                r["log_ns"] = list(w)  # the frame's recording window: the report's thumbnails seek it
     return doc
 
 

@@ -200,13 +200,15 @@ def _evaluate(
             clock.lap(name)
             bar.advance(task)
     clock.lap()
-    evidence.run(ev, red, cfg, out)
+    pics = evidence.pictures(ev, red, cfg)
+    clock.lap("thumbnails")
+    evidence.run(ev, red, cfg, out, pics)
     clock.lap("evidence")
     quality.run(ev, red)
     clock.lap("data_quality")
     requirements.run(ev, cfg)
     clock.lap("requirements")
-    evidence.first_screen(ev, red, cfg)
+    evidence.first_screen(ev, red, cfg, pics)
     clock.lap("first_screen")
     ev.results["summary"] = [m.__dict__ for m in report.summary]
     ev.results["warnings"] = ev.warnings

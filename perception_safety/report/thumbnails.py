@@ -1,8 +1,10 @@
 """Thumbnails of referenced frames: the frame seeked by stamp, drawn with the overlay (ground truth, detections,
 matched/missed/false markers, regions), cropped around the object the reference is about, as small JPEGs.
 
-One read of each bag for all of its wanted stamps (`io.frame_seek.frames_at`), and never more than ``limit``
-frames in total, so the cost is bounded whatever the evaluation's size.
+Each reference carrying its frame's recording window (``log_ns``: first and last log time, collected by the per-bag
+pass) is read back by seeking that window (`io.frame_seek.frames_in_windows`); one without it (results of an older
+version) costs a read of its bag's non-image topics (`io.frame_seek.frames_at`, one per bag). Never more than
+``limit`` frames in total, so the cost is bounded whatever the evaluation's size.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import numpy as np
 
 from perception_safety.core.types import Frame
 from perception_safety.io.bag import BagError, BagTopics
-from perception_safety.io.frame_seek import frames_at
+from perception_safety.io.frame_seek import frames_at, frames_in_windows
 from perception_safety.io.image_codec import encode_jpeg
 from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.report.overlay import TruthStyle, draw_overlay
@@ -83,32 +85,59 @@ def draw_reference(frame: Frame, ref: Mapping[str, Any], monitors: MonitorsConfi
 
 @dataclass(frozen=True)
 class Thumb:
-    """A reference and its picture (None when the bag or the image could not be read: ``missing`` says why)."""
+    """A reference and its picture (None when the bag or the image could not be read: ``missing`` says why);
+    ``seeked``: read by its recording window (False: its bag's non-image topics were read whole)."""
 
     ref: Mapping[str, Any]
     jpeg: bytes | None
     missing: str = ""
+    seeked: bool = False
 
     @property
     def alt(self) -> str:
         return alt_text(self.ref)
 
 
-def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: MonitorsConfig, truth: TruthStyle,
-               limit: int = 200, width: int = 240, tolerance_ns: int = 0, crop: bool = True) -> list[Thumb]:
-    """Pictures of ``refs`` (at most ``limit`` frames read), in the order given (`draw_reference`)."""
-    by_bag: dict[str, set[int]] = {}
-    for r in refs[:limit]:
-        by_bag.setdefault(str(r["bag"]), set()).add(int(r["stamp_ns"]))
+def _window_of(ref: Mapping[str, Any]) -> tuple[int, int] | None:
+    w = ref.get("log_ns")
+    return (int(w[0]), int(w[1])) if isinstance(w, (list, tuple)) and len(w) == 2 else None
+
+
+def read_referenced(refs: Sequence[Mapping[str, Any]], topics: BagTopics, tolerance_ns: int = 0
+                    ) -> tuple[dict[tuple[str, int], Frame], dict[str, str], set[tuple[str, int]]]:
+    """The frames of ``refs`` by (bag, stamp), each bag opened once: those with a recording window by seeking it,
+    the others by reading the bag (module docstring); also why a bag could not be read and which frames were
+    seeked."""
+    by_bag: dict[str, dict[int, tuple[int, int] | None]] = {}
+    for r in refs:
+        stamps = by_bag.setdefault(str(r["bag"]), {})
+        key = int(r["stamp_ns"])
+        stamps[key] = stamps.get(key) or _window_of(r)
     frames: dict[tuple[str, int], Frame] = {}
     errors: dict[str, str] = {}
+    seeked: set[tuple[str, int]] = set()
     for bag, stamps in by_bag.items():
+        windows = {s: w for s, w in stamps.items() if w is not None}
+        whole = [s for s, w in stamps.items() if w is None]
         try:
-            got = frames_at(bag, stamps, topics, tolerance_ns)
+            got = frames_in_windows(bag, windows, topics, tolerance_ns) if windows else {}
+            seeked.update((bag, s) for s in got)
+            if whole:
+                got.update(frames_at(bag, whole, topics, tolerance_ns))
         except (BagError, OSError) as exc:
             errors[bag] = str(exc)
             continue
         frames.update({(bag, s): f for s, f in got.items()})
+    return frames, errors, seeked
+
+
+def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: MonitorsConfig, truth: TruthStyle,
+               limit: int = 200, width: int | Sequence[int] = 240, tolerance_ns: int = 0,
+               crop: bool = True) -> list[Thumb]:
+    """Pictures of ``refs`` (at most ``limit`` frames read), in the order given (`draw_reference`); ``width``: one
+    for all or one per reference."""
+    widths = [width] * len(refs) if isinstance(width, int) else list(width)
+    frames, errors, seeked = read_referenced(refs[:limit], topics, tolerance_ns)
     out = []
     for i, r in enumerate(refs):
         key = (str(r["bag"]), int(r["stamp_ns"]))
@@ -118,7 +147,7 @@ def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: M
         elif f is None:
             out.append(Thumb(r, None, errors.get(key[0], "frame not found in the bag")))
         elif f.image is None:
-            out.append(Thumb(r, None, "the frame has no image"))
+            out.append(Thumb(r, None, "the frame has no image", key in seeked))
         else:
-            out.append(Thumb(r, draw_reference(f, r, monitors, truth, width, crop)))
+            out.append(Thumb(r, draw_reference(f, r, monitors, truth, widths[i], crop), seeked=key in seeked))
     return out

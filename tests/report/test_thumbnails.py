@@ -43,3 +43,26 @@ def test_thumbnails_seek_each_bag_once_and_name_what_is_missing(tmp_path):
     assert got[0].jpeg is not None and got[0].jpeg[:2] == b"\xff\xd8"
     assert got[1].jpeg is None and "not found" in got[1].missing
     assert got[2].jpeg is None and "nope" in got[2].missing
+
+
+def test_a_reference_with_its_recording_window_is_sought_and_drawn_as_from_the_whole_bag(tmp_path):
+    from perception_safety.io.bag import read_frames
+
+    frames = [Frame(k * 50_000_000, (), (GroundTruthObject(Box(900 - 40 * k, 300, 940 - 40 * k, 400), "pedestrian",
+                                                           9.0 + k),),
+                    image=np.broadcast_to(np.linspace(40, 200, 1280, dtype=np.uint8)[None, :, None] // (1 + k % 3),
+                                          (720, 1280, 3)).copy()) for k in range(6)]
+    write_frames(tmp_path / "bag", frames, jpeg_quality=90)
+    windows: dict[int, tuple[int, int]] = {}
+    list(read_frames(tmp_path / "bag", windows=windows, with_images=False))
+    cfg = EvaluateConfig()
+    refs = [{"bag": str(tmp_path / "bag"), "stamp_ns": frames[k].stamp_ns, "kind": "missed",
+             "box": list(frames[k].ground_truth[0].box.as_tuple())} for k in (1, 4, 4)]
+    old = thumbnails(refs, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=10, width=[240, 160, 240])
+    sought = [{**r, "log_ns": list(windows[r["stamp_ns"]])} for r in refs]
+    new = thumbnails(sought, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=10, width=[240, 160, 240])
+    assert [t.seeked for t in old] == [False] * 3 and [t.seeked for t in new] == [True] * 3
+    assert all(t.jpeg is not None for t in new)
+    assert [t.jpeg for t in new] == [t.jpeg for t in old]  # the same bytes: the same frame, image and drawing
+    shapes = [cv2.imdecode(np.frombuffer(t.jpeg, np.uint8), cv2.IMREAD_COLOR).shape[1] for t in new]
+    assert shapes == [240, 160, 240]

@@ -224,17 +224,21 @@ class McapFile:
         n = rec.u32()
         rec.take(n - n % 10)
 
-    def plan(self, wanted: Mapping[int, object]) -> Iterator[tuple[object, int, bytes]]:
-        """``(wanted[channel id], log time, message bytes)`` of the wanted channels, in rosbags' order. Every
-        chunk is checked here (`Unhandled`), before the returned iterator yields its first message."""
+    def plan(self, wanted: Mapping[int, object], start: int | None = None,
+             stop: int | None = None) -> Iterator[tuple[object, int, bytes]]:
+        """``(wanted[channel id], log time, message bytes)`` of the wanted channels (logged in ``[start, stop)``
+        when given: only the chunks of that time are read), in rosbags' order. Every chunk read is checked here
+        (`Unhandled`), before the returned iterator yields its first message."""
         plan: list[tuple[int, int, int, object, int, int, bytes | None]] = []
         kept = 0
+        lo = -(2**63) if start is None else start
+        hi = 2**63 - 1 if stop is None else stop - 1
         for chunk in self.chunks:
-            if chunk.channels.isdisjoint(wanted):
+            if chunk.channels.isdisjoint(wanted) or chunk.end < lo or chunk.start > hi:
                 continue
-            buf, first, stop = self._chunk_records(chunk)
-            for pos, channel, log_time, a, b in _message_records(buf, first, stop, wanted):
-                if chunk.start <= log_time <= chunk.end:
+            buf, first, end = self._chunk_records(chunk)
+            for pos, channel, log_time, a, b in _message_records(buf, first, end, wanted):
+                if max(chunk.start, lo) <= log_time <= min(chunk.end, hi):
                     data = None if buf is self._map else bytes(buf[a:b])
                     kept += 0 if data is None else b - a
                     plan.append((log_time, chunk.offset, pos, wanted[channel], a, b, data))

@@ -165,11 +165,14 @@ def read_frames(
     with_images: bool = True,
     report: BagReadReport | None = None,
     statuses: StatusRecords | None = None,
+    windows: dict[int, tuple[int, int]] | None = None,
 ) -> Iterator[Frame]:
     """Yield the frames of one bag in anchor-stamp order (see the module docstring).
 
     With ``statuses`` the monitor results (``topics.monitor_results``) are read in the same pass over the file and
     collected there (as `read_monitor_results` returns them), so verdicts cost no second read of the bag.
+    With ``windows`` each frame's recording window is collected there: anchor stamp -> (first, last) log time of
+    the messages joined into the frame, so the frame can be read back by seeking (`io.frame_seek`).
     """
     topics = topics or BagTopics()
     report = report if report is not None else BagReadReport()
@@ -180,7 +183,7 @@ def read_frames(
     except Exception as exc:  # rosbags raises several types for damaged bags
         raise BagError(f"{bag}: cannot open bag: {exc}") from exc
     try:
-        yield from _read_open(reader, bag, topics, tolerance_ns, with_images, report, statuses)
+        yield from _read_open(reader, bag, topics, tolerance_ns, with_images, report, statuses, windows)
     finally:
         if reader.note:
             report.notes.append(reader.note)
@@ -222,11 +225,12 @@ def _connections(
 
 
 def _decode_topics(
-    reader: OpenBag, bag: str, conns: dict[str, Any], report: BagReadReport, statuses: StatusRecords | None = None
+    reader: OpenBag, bag: str, conns: dict[str, Any], report: BagReadReport, statuses: StatusRecords | None = None,
+    logs: dict[str, list[int]] | None = None,
 ) -> dict[str, tuple[np.ndarray, list[Any]]]:
     """Decode every non-image topic in one pass over the bag (one read of the file, whatever its size); the monitor
     results (connection ``conns["monitor_results"]``) go to ``statuses`` (one bad message drops them all, with the
-    reason, as `read_monitor_results` fails)."""
+    reason, as `read_monitor_results` fails); ``logs`` gets each kept message's log time, per role."""
     store = ros2_typestore()
     roles = {conn.id: role for role, conn in conns.items() if role not in ("image", "monitor_results")}
     stamps: dict[str, list[int]] = {role: [] for role in roles.values()}
@@ -240,7 +244,7 @@ def _decode_topics(
         return {}
     status_index = 0
     try:
-        for conn, _, raw in reader.messages(wanted):
+        for conn, log_ns, raw in reader.messages(wanted):
             if conn is status_conn or (status_conn is not None and conn.id == status_conn.id):
                 if statuses is not None and not statuses.missing:
                     try:
@@ -265,16 +269,21 @@ def _decode_topics(
                 continue
             stamps[role].append(stamp)
             values[role].append(value)
+            if logs is not None:
+                logs.setdefault(role, []).append(log_ns)
     except Exception as exc:
         topics = ", ".join(c.topic for c in wanted)
         raise BagError(f"{bag}: {topics}: bag data unreadable (truncated or corrupt?): {exc}") from exc
     return {role: (np.asarray(stamps[role], dtype=np.int64), values[role]) for role in stamps}
 
 
-def _image_stamps(reader: OpenBag, bag: str, conn: Any, report: BagReadReport) -> np.ndarray:
+def _image_stamps(reader: OpenBag, bag: str, conn: Any, report: BagReadReport, logs: list[int] | None = None
+                  ) -> np.ndarray:
     stamps = []
     try:
-        for index, (_, _, raw) in enumerate(reader.messages([conn])):
+        for index, (_, log_ns, raw) in enumerate(reader.messages([conn])):
+            if logs is not None:
+                logs.append(log_ns)
             try:
                 stamps.append(_raw_stamp(raw))
             except (struct.error, IndexError):
@@ -293,6 +302,7 @@ def _read_open(
     with_images: bool,
     report: BagReadReport,
     statuses: StatusRecords | None = None,
+    windows: dict[int, tuple[int, int]] | None = None,
 ) -> Iterator[Frame]:
     conns = _connections(reader, bag, topics, with_images, report)
     if statuses is not None:
@@ -301,8 +311,10 @@ def _read_open(
             statuses.missing = f"{bag}: topic {topics.monitor_results} not in the bag"
         else:
             conns["monitor_results"] = status_conn
-    decoded = _decode_topics(reader, bag, conns, report, statuses)
-    image_stamps = _image_stamps(reader, bag, conns["image"], report) if "image" in conns else None
+    logs: dict[str, list[int]] | None = {} if windows is not None else None
+    decoded = _decode_topics(reader, bag, conns, report, statuses, logs)
+    image_logs = logs.setdefault("image", []) if logs is not None else None
+    image_stamps = _image_stamps(reader, bag, conns["image"], report, image_logs) if "image" in conns else None
 
     if topics.anchor == "image":
         anchor_stamps = image_stamps if image_stamps is not None else np.zeros(0, np.int64)
@@ -323,6 +335,7 @@ def _read_open(
             key = (bag, getattr(topics, role))
             report.unmatched[key] = report.unmatched.get(key, 0) + unused
 
+    spans = _log_spans(joined, logs, len(anchors)) if logs is not None else None
     images = _iter_images(reader, bag, conns.get("image"), joined.get("image"), report) if with_images else None
     label = _bag_label(Path(bag))
     for i, stamp in enumerate(anchors):
@@ -340,6 +353,8 @@ def _read_open(
         if topics.anchor == "image" and with_images and image is None:
             continue  # the anchor image itself was malformed: already reported
         report.frames += 1
+        if windows is not None and spans is not None:
+            windows[int(stamp)] = (int(spans[0][i]), int(spans[1][i]))
         yield Frame(
             stamp_ns=int(stamp),
             detections=parts.get("detections", ()),
@@ -350,6 +365,18 @@ def _read_open(
             candidates=parts.get("candidates"),
             camera=parts["camera_info"][1] if "camera_info" in parts else None,
         )
+
+
+def _log_spans(joined: dict[str, np.ndarray], logs: dict[str, list[int]], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per frame, the first and last log time of the messages joined into it (``joined``: role -> message index)."""
+    lo = np.full(n, np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(n, np.iinfo(np.int64).min, dtype=np.int64)
+    for role, idx in joined.items():
+        ok = idx >= 0
+        t = np.asarray(logs.get(role, ()), dtype=np.int64)[idx[ok]]
+        lo[ok] = np.minimum(lo[ok], t)
+        hi[ok] = np.maximum(hi[ok], t)
+    return lo, hi
 
 
 def _bag_label(path: Path) -> str:

@@ -57,12 +57,17 @@ class Sqlite3File:
             out[cid] = Channel(cid, name, msgtype, fmt, qos, digest)
         return out
 
-    def plan(self, wanted: Mapping[int, Any]) -> Iterator[tuple[Any, int, bytes]]:
-        """``(wanted[topic id], timestamp, message bytes)`` of the wanted topics, in rosbags' order."""
+    def plan(self, wanted: Mapping[int, Any], start: int | None = None,
+             stop: int | None = None) -> Iterator[tuple[Any, int, bytes]]:
+        """``(wanted[topic id], timestamp, message bytes)`` of the wanted topics (logged in ``[start, stop)`` when
+        given), in rosbags' order."""
         if not wanted:
             return iter(())
         ids = sorted(wanted)
+        window = "" if start is None and stop is None else "AND messages.timestamp BETWEEN ? AND ? "
+        bounds = [-(2**63) if start is None else start, 2**63 - 1 if stop is None else stop - 1] if window else []
         query = ("SELECT topics.id, messages.timestamp, messages.data FROM messages JOIN topics ON "
-                 f"messages.topic_id = topics.id WHERE topics.id IN ({','.join('?' * len(ids))}) ORDER BY timestamp")
-        rows = self._db.execute(query, ids)
+                 f"messages.topic_id = topics.id WHERE topics.id IN ({','.join('?' * len(ids))}) {window}"
+                 "ORDER BY timestamp")
+        rows = self._db.execute(query, [*ids, *bounds])
         return ((wanted[cid], stamp, data) for cid, stamp, data in rows)

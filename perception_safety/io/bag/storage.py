@@ -67,7 +67,9 @@ class OpenBag:
     connections: list[Any]
     note: str = ""
 
-    def messages(self, connections: Collection[Any]) -> Iterator[tuple[Any, int, bytes]]:
+    def messages(self, connections: Collection[Any], start: int | None = None,
+                 stop: int | None = None) -> Iterator[tuple[Any, int, bytes]]:
+        """The wanted connections' messages (logged in ``[start, stop)`` when given: `io.frame_seek`)."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -91,8 +93,9 @@ class RosbagsBag(OpenBag):
         self._reader.open()
         self.connections = list(self._reader.connections)
 
-    def messages(self, connections: Collection[Any]) -> Iterator[tuple[Any, int, bytes]]:
-        return self._reader.messages(connections=connections)
+    def messages(self, connections: Collection[Any], start: int | None = None,
+                 stop: int | None = None) -> Iterator[tuple[Any, int, bytes]]:
+        return self._reader.messages(connections=connections, start=start, stop=stop)
 
     def close(self) -> None:
         self._reader.close()
@@ -116,12 +119,13 @@ class FastBag(OpenBag):
             self.close()
             raise
 
-    def messages(self, connections: Collection[Any]) -> Iterator[tuple[Any, int, bytes]]:
+    def messages(self, connections: Collection[Any], start: int | None = None,
+                 stop: int | None = None) -> Iterator[tuple[Any, int, bytes]]:
         mine = {c.id: c for c in self.connections}
         wanted = [mine[c.id] for c in connections if c.id in mine]
         if self._fallback is None:
             try:  # every check of every file before the first message: a fallback never starts half-way
-                plans = [s.plan(_channel_map(s.channels.values(), wanted)) for s in self._storages]
+                plans = [s.plan(_channel_map(s.channels.values(), wanted), start, stop) for s in self._storages]
             except Unhandled as why:
                 self.note = f"{self.path}: read with rosbags: {why}"
                 LOG.debug(self.note)
@@ -131,7 +135,8 @@ class FastBag(OpenBag):
                     yield from plan
                 return
         ids = {c.id for c in wanted}
-        for conn, stamp, raw in self._fallback.messages([c for c in self._fallback.connections if c.id in ids]):
+        for conn, stamp, raw in self._fallback.messages([c for c in self._fallback.connections if c.id in ids], start,
+                                                        stop):
             yield mine[conn.id], stamp, raw
 
     def close(self) -> None:

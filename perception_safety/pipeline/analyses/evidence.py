@@ -1,8 +1,9 @@
 """Evaluate steps: the evidence section (every confusion cell, failure and alarm linked to its frames) and the
 report's first screen (overall verdict, pictures of the worst failures).
 
-Pictures come from a separate seek-by-stamp pass over a bounded number of frames (`report.thumbnails`); the
-per-bag pass stays image-free. Strips are JPEG files in ``OUT/evidence/`` that the report loads when a strip is
+Pictures come from a separate pass over a bounded number of frames (`pictures`, its own step: ``thumbnails``),
+each frame sought by the recording window the per-bag pass noted (`report.thumbnails`); the per-bag pass stays
+image-free. Strips are JPEG files in ``OUT/evidence/`` that the report loads when a strip is
 opened (lazy images inside a fold), so the report itself stays small; the first screen's pictures are embedded.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -34,8 +36,40 @@ def _truth(cfg: EvaluateConfig) -> TruthStyle:
     return TruthStyle(cfg.confusion.iou_threshold, cfg.confusion.class_aware)
 
 
-def _thumbs(refs: Sequence[Mapping[str, Any]], cfg: EvaluateConfig, width: int) -> list[Thumb]:
-    return thumbnails(refs, cfg.bags.topics, cfg.monitors, _truth(cfg), LIMIT, width, cfg.bags.tolerance_ns)
+@dataclass(frozen=True)
+class Pictures:
+    """The thumbnails of the report: per evidence cell (in strip order) and of the first screen's picks."""
+
+    strips: list[tuple[str, list[Thumb]]] = field(default_factory=list)
+    picked: list[dict[str, Any]] = field(default_factory=list)
+    first: list[Thumb] = field(default_factory=list)
+
+
+def pictures(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> Pictures:
+    """One pass over the frames the report shows (each cell's strip, the first screen's worst failures), at most
+    `LIMIT` strip frames: each bag opened once, each frame sought by its recording window. Frames without one
+    (partials of an older version) are read by reading their bag and named in a warning."""
+    cells = (red.evidence or {}).get("cells") or {}
+    wanted = [(k, list(cells[k]["refs"][:STRIP])) for k in sorted(cells, key=_cell_order)]
+    picked = _first_screen_refs(ev, red, cfg)
+    flat = picked + [r for _, refs in wanted for r in refs]
+    if not flat:
+        return Pictures(picked=picked)
+    widths = [240] * len(picked) + [160] * (len(flat) - len(picked))
+    thumbs = thumbnails(flat, cfg.bags.topics, cfg.monitors, _truth(cfg), LIMIT + len(picked), widths,
+                        cfg.bags.tolerance_ns)
+    whole = {str(t.ref["bag"]) for t in thumbs if t.jpeg is not None and not t.seeked}
+    if whole:
+        ev.warn("evidence", f"thumbnails: {len(whole)} bag(s) read whole for their pictures (first: {min(whole)}): "
+                "their frame references carry no recording window (partials of an older version)",
+                "thumbnails_read_whole")
+    pics = iter(thumbs[len(picked):])
+    return Pictures([(k, [next(pics) for _ in refs]) for k, refs in wanted], picked, thumbs[:len(picked)])
+
+
+def _public(ref: Mapping[str, Any]) -> dict[str, Any]:
+    """A reference as results.json keeps it (the recording window is the thumbnail pass's, not the user's)."""
+    return {k: v for k, v in ref.items() if k != "log_ns"}
 
 
 def _cell_order(key: str) -> tuple[int, str]:
@@ -96,7 +130,7 @@ def _linked_matrices(cells: Mapping[str, Any], classes: Sequence[str], edges: Se
     return "".join(out)
 
 
-def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
+def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path, pics: Pictures) -> None:
     """results.json ``evidence`` and the report's evidence section."""
     block = red.evidence
     if block and block.get("stops_not_judged"):
@@ -105,8 +139,9 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
                 f"the stop rule cannot be placed on their frames: {u['reason']}", "stops_not_judged")
     if not block or not block.get("cells"):
         return
-    ev.results["evidence"] = block
     cells = block["cells"]
+    ev.results["evidence"] = {**block, "cells": {k: {**c, "refs": [_public(r) for r in c["refs"]]}
+                                                 for k, c in cells.items()}}
     sec = ev.report.section("Evidence: the frames behind each count")
     sec.text(
         f"Every confusion cell, false detection, false or missed stop, failed BBSL test case and monitor alarm keeps "
@@ -122,11 +157,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     files.mkdir(parents=True, exist_ok=True)
     for old in files.glob("*.jpg"):
         old.unlink()
-    order = sorted(cells, key=_cell_order)
-    wanted = [(k, cells[k]["refs"][:STRIP]) for k in order]
-    flat = [r for _, refs in wanted for r in refs]
-    pics = iter(_thumbs(flat, cfg, 160))
-    sec.html("".join(_strip(k, cells[k], [next(pics) for _ in refs], files, "evidence") for k, refs in wanted))
+    sec.html("".join(_strip(k, cells[k], thumbs, files, "evidence") for k, thumbs in pics.strips))
 
 
 def _ped_classes(cfg: EvaluateConfig) -> list[str]:
@@ -148,8 +179,10 @@ def _collision_refs(ev: Evaluation, cfg: EvaluateConfig) -> list[dict[str, Any]]
         bag = bags.get(ep)
         if bag is None:
             continue
+        windows: dict[int, tuple[int, int]] = {}
         try:
-            frames = list(read_frames(bag, cfg.bags.topics, cfg.bags.tolerance_ns, False, BagReadReport()))
+            frames = list(read_frames(bag, cfg.bags.topics, cfg.bags.tolerance_ns, False, BagReadReport(), None,
+                                      windows))
         except BagError:
             continue
         if not frames:
@@ -161,7 +194,8 @@ def _collision_refs(ev: Evaluation, cfg: EvaluateConfig) -> list[dict[str, Any]]
         out.append({"bag": bag, "topic": image_topic(bag, cfg.bags.topics), "stamp_ns": last.stamp_ns,
                     "episode": ep, "t_s": round((last.stamp_ns - frames[0].stamp_ns) / 1e9, 3), "kind": "collision",
                     "label": near.class_id if near else "", "distance_m": near.distance if near else None,
-                    "box": list(near.box.as_tuple()) if near else None, "detail": "E2 collision of f", "priority": 0})
+                    "box": list(near.box.as_tuple()) if near else None, "detail": "E2 collision of f", "priority": 0,
+                    "log_ns": list(windows[last.stamp_ns])})
     return out
 
 
@@ -170,15 +204,8 @@ def _episode_count(ev: Evaluation) -> int:
     return len({(r.get("conditions") or {}).get("episode") or r.get("path") for r in used})
 
 
-def first_screen(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
-    """Overall verdict and the worst failures with pictures: nearest missed pedestrians, false stops, collisions."""
-    req = ev.results.get("requirements")
-    if isinstance(req, dict):
-        ev.report.verdict = str(req.get("overall", ""))
-        ev.report.verdict_text = (f"{req.get('passed', 0)} passed, {req.get('failed', 0)} failed, "
-                                  f"{req.get('inconclusive', 0)} inconclusive, {req.get('not_evaluated', 0)} not "
-                                  f"evaluated · {ev.results.get('frames', 0)} frames of {_episode_count(ev)} "
-                                  "episode(s) read")
+def _first_screen_refs(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> list[dict[str, Any]]:
+    """The worst failures: the nearest missed pedestrian of (up to) 3 episodes, 2 false stops, 3 collisions."""
     cells = (red.evidence or {}).get("cells", {})
     peds = _ped_classes(cfg)
     missed = sorted((r for k, c in cells.items() if k.startswith("cm:" + cfg.confusion.empty_label + ":")
@@ -190,10 +217,24 @@ def first_screen(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
             picked.append(r)
     picked += cells.get("false_stop", {}).get("refs", [])[:2]
     picked += _collision_refs(ev, cfg)[:3]
+    return picked
+
+
+def first_screen(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, pics: Pictures) -> None:
+    """Overall verdict and the worst failures with pictures: nearest missed pedestrians, false stops, collisions."""
+    req = ev.results.get("requirements")
+    if isinstance(req, dict):
+        ev.report.verdict = str(req.get("overall", ""))
+        ev.report.verdict_text = (f"{req.get('passed', 0)} passed, {req.get('failed', 0)} failed, "
+                                  f"{req.get('inconclusive', 0)} inconclusive, {req.get('not_evaluated', 0)} not "
+                                  f"evaluated · {ev.results.get('frames', 0)} frames of {_episode_count(ev)} "
+                                  "episode(s) read")
+    cells = (red.evidence or {}).get("cells", {})
+    peds = _ped_classes(cfg)
+    picked, thumbs = pics.picked, pics.first
     if not picked:
         ev.report.failures_note = "No missed pedestrian, false stop or collision with a recorded frame in this run."
         return
-    thumbs = _thumbs(picked, cfg, 240)
     ev.report.failures = [Picture(t.jpeg, t.alt) for t in thumbs if t.jpeg is not None]
     lost = [f"{t.alt}: {t.missing}" for t in thumbs if t.jpeg is None]
     counts = {k: cells.get(k, {}).get("count", 0) for k in ("false_stop", "missed_stop")}
@@ -204,4 +245,4 @@ def first_screen(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> None:
         f"{counts['false_stop']} (and {counts['missed_stop']} missed stops), E2 collisions of the perception "
         "rollout (its last recorded frame). White: ground truth, red: missed, green: matched, pink: false detection. "
         "Every cell's frames: Evidence section." + (f" Without picture: {'; '.join(lost)}." if lost else ""))
-    ev.results.setdefault("evidence", {})["first_screen"] = [{**r, "alt": alt_text(r)} for r in picked]
+    ev.results.setdefault("evidence", {})["first_screen"] = [{**_public(r), "alt": alt_text(r)} for r in picked]
