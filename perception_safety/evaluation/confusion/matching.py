@@ -16,6 +16,7 @@ from scipy.sparse.csgraph import connected_components
 from perception_safety.core.matching import match_boxes, match_centres
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.centre_pairs import centre_candidate_pairs
+from perception_safety.evaluation.confusion.frame_search import FrameSortedKeys
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
@@ -65,8 +66,8 @@ def candidate_pairs(
 
     IoU >= t > 0 forces the x-overlap ``ix >= t * w_gt`` and ``ix >= t * w_det`` (hence ``w_gt <= w_det / t``), so
     ``x_min_gt`` lies in ``[x_min_det - (1 - t) * min(W, w_det / t), x_max_det - t * w_det]`` (W: the widest object);
-    one sort of the objects by (frame, ``x_min``) and two binary searches give every detection's window, clipped to
-    its own frame. Boxes that can overlap nothing (`_columns`) take part in no pair.
+    one sort of the objects by (frame, ``x_min``) and two searches within the frame (`frame_search`) give every
+    detection's window, clipped to its own frame. Boxes that can overlap nothing (`_columns`) take part in no pair.
     """
     n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
     if n_det == 0 or n_gt == 0:
@@ -113,8 +114,12 @@ def candidate_pairs(
         margin += 1e-6
         lo -= margin
         hi += margin
-    first = np.searchsorted(sorted_g, lo, side="left")
-    last = np.searchsorted(sorted_g, hi, side="right")
+    if not all_ok:  # unusable detections: an empty window at the start of their frame (no steps)
+        lo[~d_ok] = det_frame[~d_ok] * stride + 0.25
+        hi[~d_ok] = lo[~d_ok]
+    index = FrameSortedKeys.build(sorted_g, gt_frame, batch.n_frames, stride)
+    first = index.search(lo, det_frame, "left")
+    last = index.search(hi, det_frame, "right")
     # The objects of frame f are sorted_g[gt_offsets[f]:gt_offsets[f + 1]]: clip every window to its own frame.
     np.maximum(first, batch.gt_offsets[det_frame], out=first)
     np.minimum(last, batch.gt_offsets[det_frame + 1], out=last)
@@ -216,13 +221,17 @@ def match_batch(
     if len(di) == 0:
         return gt_match, 0
     if class_aware:
-        adm &= batch.det_classes[di] == batch.gt_classes[gi]
-    ed, eg, ew = di[adm], gi[adm], iou[adm]
-    deg_d = np.bincount(ed, minlength=n_det)
-    deg_g = np.bincount(eg, minlength=n_gt)
-    simple = deg_d[ed] == 1
-    simple &= deg_g[eg] == 1
-    gt_match[eg[simple]] = ed[simple]
+        adm &= batch.det_classes.take(di) == batch.gt_classes.take(gi)
+    keep = np.flatnonzero(adm)  # a gather by index is several times faster than a boolean mask here
+    ed, eg, ew = di.take(keep), gi.take(keep), iou.take(keep)
+    # A pair is simple when its detection and its object are in no other admissible pair; ``ed`` is sorted (the
+    # candidates come detection by detection), so a detection's only pair is a run of length one.
+    alone = np.ones(len(ed) + 1, dtype=bool)
+    np.not_equal(ed[1:], ed[:-1], out=alone[1:-1])
+    simple = alone[1:] & alone[:-1]
+    simple &= np.bincount(eg, minlength=n_gt).take(eg) == 1
+    one = np.flatnonzero(simple)
+    gt_match[eg.take(one)] = ed.take(one)
     rest = np.flatnonzero(~simple)
     fallback = np.zeros(batch.n_frames, dtype=bool)
     if len(rest):
