@@ -3,8 +3,8 @@
 The demo's perception bags (``DEMO/episodes/bags/*/perception``) are read once (`bag_pass.read_episodes` with
 evaluate's read options); then every episode is mapped ``--copies`` times as a copy in its own folder would be
 (source path and episode renamed): `bag_pass.run_pass` with `evaluate.episode_parts`, each of its steps timed on
-its own with `time.process_time`; the partials are serialised to JSON, parsed back and reduced
-(`evaluate.reduce_partials`), as `evaluate` does. The per-copy read is not repeated (that is perfread's part).
+its own with `time.process_time`; the partials are written as JSON text, read back (`pipeline.partials`) and
+reduced (`evaluate.reduce_partials`), as `evaluate` does. The per-copy read is not repeated (that is perfread's part).
 
 Usage: python benchmarks/bench_map_steps.py --demo /work/demo_out [--copies 16] [--out DIR]
 """
@@ -12,7 +12,6 @@ Usage: python benchmarks/bench_map_steps.py --demo /work/demo_out [--copies 16] 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from collections import defaultdict
@@ -33,6 +32,7 @@ import perception_safety.pipeline.verdicts as verdicts
 from perception_safety.io.bag import BagReadReport
 from perception_safety.io.bag_inputs import select_bags
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
+from perception_safety.pipeline.partials import partial_text, read_partial
 
 STEPS = [(evaluate, "screen_frames"), (evaluate, "confusion_part"), (evaluate, "episode_samples"),
          (evaluate, "speed_band_parts"), (evaluate, "size_band_parts"), (evaluate, "run_oracle"),
@@ -103,12 +103,12 @@ def main() -> None:
                         cfg.evaluate.warn_box_overflow_px))
                 finally:
                     bag_pass.read_episodes = read
-                texts.append(clock("json.dumps partial", lambda partial=partial: json.dumps(partial)))
+                texts.append(clock("partial JSON text (map)", lambda partial=partial: partial_text(partial)))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         for k, text in enumerate(texts):
             (args.out / f"{k:05d}.json").write_text(text)
-    partials = clock("json.loads partials (reduce)", lambda: [json.loads(t) for t in texts])
+    partials = clock("partials read (reduce)", lambda: [read_partial(t, str(k)) for k, t in enumerate(texts)])
     clock("reduce_partials", lambda: evaluate.reduce_partials(partials, cfg))
     size = sum(len(t) for t in texts) / 1e6
     print(f"{len(texts)} bags ({args.copies} copies of the demo's {len(inputs)} perception bags); their read once: "

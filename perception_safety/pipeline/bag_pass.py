@@ -6,7 +6,7 @@ sampling unit of the cluster-aware intervals: a bag is one episode, named by its
 custom data, else by the bag itself; a dataset has one episode per value of its lines' ``episode`` key, and its
 lines without the key form one entry named ``""`` whose frames are each their own unit, ``Frame.episode`` =
 ``path#frame id``: independent images) and a consumer maps each episode to a JSON-ready part. The partial of an
-input is plain JSON::
+input is plain JSON (written by `pipeline.partials`, which packs its lists of records)::
 
     {"format": PARTIAL_FORMAT, "bag": path, "kind": "bag", "frames": n, "read_report": {...},
      "box_extent": [...], "positions": [with, objects],
@@ -27,7 +27,8 @@ from perception_safety.evaluation.bbsl_testing import box_extent
 from perception_safety.io.bag import BagError, BagReadReport, BagTopics, SkippedMessage, StatusRecords, read_frames
 from perception_safety.io.dataset import DatasetReadReport, read_jsonl_frames
 
-PARTIAL_FORMAT = "perception_safety.partial/2"
+PARTIAL_FORMAT = "perception_safety.partial/3"
+"""Its JSON text packs repeated records (`pipeline.partials`)."""
 
 
 @dataclass(frozen=True)

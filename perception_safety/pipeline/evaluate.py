@@ -4,7 +4,7 @@ Map (`analyse_input`, one bag or JSON Lines dataset, in-process or in a worker p
 (`bag_pass`) reads the input once (no images) with its monitor verdicts (bags); per episode, `episode_parts`
 flattens the frames into one columnar batch and fills every accumulator from it (all frames, each verdict, each
 speed and object-size band), and collects PCD samples per target, AP records and BBSL test cases. A partial is
-plain JSON (floats round-trip exactly),
+plain JSON (floats round-trip exactly; its lists of records packed, `pipeline.partials`),
 returned as data by whichever executor ran it (`perception_safety.executors`: this process, local workers or
 Ray tasks) and kept in ``OUT/partials/``; the reduce runs in input order on the driver, so every executor and job
 count gives identical results.
@@ -52,6 +52,7 @@ from perception_safety.pipeline.breakdowns import (
     speed_band_parts,
 )
 from perception_safety.pipeline.evaluate_config import STOP_REGION_SPEC, EvaluateConfig
+from perception_safety.pipeline.partials import partial_text, read_partial
 from perception_safety.safe_io import write_text
 
 
@@ -307,7 +308,7 @@ def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | No
 def analyse_input_json(input_json: str, config_json: str) -> str:
     """`analyse_input` as JSON text: the map task every executor runs (the partial travels back as data)."""
     inp = MapInput.from_json(json.loads(input_json))
-    return json.dumps(analyse_input(inp, EvaluateConfig.model_validate_json(config_json)))
+    return partial_text(analyse_input(inp, EvaluateConfig.model_validate_json(config_json)))
 
 
 @dataclass(frozen=True)
@@ -353,5 +354,5 @@ def map_bags(
             continue
         path = partial_dir / f"{out.index:05d}_{Path(name).name}.json"
         write_text(path, out.value)
-        partials.append(json.loads(out.value))
+        partials.append(read_partial(out.value, str(path)))
     return MapResult(partials, failed)

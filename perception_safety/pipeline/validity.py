@@ -20,9 +20,9 @@ from perception_safety.errors import PerceptionSafetyError
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.validity import ColumnShift, column_shifts
 from perception_safety.io.bag_inputs import select_bags, used
-from perception_safety.pipeline.bag_pass import PARTIAL_FORMAT
 from perception_safety.pipeline.evaluate import map_bags, reduce_partials
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
+from perception_safety.pipeline.partials import PartialError, unpack_partial
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.sweep import run_sweep
 
@@ -50,6 +50,8 @@ def load_run(results_dir: Path, cfg: EvaluateConfig) -> tuple[dict[str, Any], Di
             parts.append(_partial(p, json.loads(p.read_text(encoding="utf-8"))))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise ValidityError(f"{p}: unreadable partial: {exc}") from None
+        except PartialError as exc:
+            raise ValidityError(f"{exc}") from None
     if not parts:
         raise ValidityError(f"{results_dir / 'partials'}: no partials: the model's per-episode counts are needed")
     try:
@@ -67,10 +69,7 @@ _PARTIAL_KEYS = {"bag": str, "frames": int, "read_report": dict, "episodes": lis
 
 def _partial(path: Path, doc: Any) -> dict[str, Any]:
     """One per-input partial of the model's run, its shape checked (a damaged file is named, not a traceback)."""
-    if not isinstance(doc, dict) or doc.get("format") != PARTIAL_FORMAT:
-        found = f"format {doc.get('format')!r}" if isinstance(doc, dict) else f"a JSON {type(doc).__name__}"
-        raise ValidityError(f"{path}: not a partial of this version ({found}, expected format {PARTIAL_FORMAT!r}); "
-                            "rerun `evaluate` to rebuild the partials")
+    doc = unpack_partial(doc, str(path))  # a readable format (packed lists restored), else named
     for key, kind in _PARTIAL_KEYS.items():
         if not isinstance(doc.get(key), kind) or isinstance(doc.get(key), bool):
             raise ValidityError(f"{path}: damaged partial: {key!r} missing or not a {kind.__name__}")

@@ -1,0 +1,99 @@
+"""A partial's JSON text (`pipeline.partials`): packed record lists restore exactly, older partials are read, other
+formats and damaged packs are refused by name."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from perception_safety.pipeline.bag_pass import MapInput
+from perception_safety.pipeline.breakdowns import counts_json
+from perception_safety.pipeline.evaluate import analyse_input, reduce_partials
+from perception_safety.pipeline.evaluate_config import load_evaluate_config
+from perception_safety.pipeline.partials import (
+    PartialError,
+    pack_records,
+    partial_text,
+    read_partial,
+    unpack_records,
+)
+
+
+def test_records_round_trip_with_their_key_order_and_values():
+    records = [
+        {"stamp_ns": 5, "kind": "missed", "box": [1.5, 2.0, 3.0, 4.25], "distance_m": None, "bag": "/b/x", "t": 0.1},
+        {"stamp_ns": 7, "kind": "missed", "box": None, "distance_m": 3.0, "bag": "/b/x", "t": 1e-300},
+        {"kind": "missed", "stamp_ns": 9, "bag": "/b/x", "extra": [1, {"a": "b"}]},  # another key set and order
+        {"stamp_ns": 11, "kind": "matched", "box": [0, 0, 1, 1], "distance_m": -0.0, "bag": "/b/x", "t": 2.5},
+    ]
+    packed = pack_records([dict(r) for r in records])
+    assert packed["common"] == {"bag": "/b/x"}  # 'kind' differs once: not common
+    back = unpack_records(json.loads(json.dumps(packed)))
+    assert back == records and [list(r) for r in back] == [list(r) for r in records]
+    assert json.dumps(back) == json.dumps(records)
+    assert unpack_records(pack_records([])) == []
+    one = [{"a": "x", "b": 1}]
+    assert pack_records(one)["common"] == {"a": "x"} and unpack_records(pack_records(one)) == one
+
+
+@pytest.fixture(scope="module")
+def partial(recorded_bags):
+    """A real partial of the map (evidence references and BBSL test cases included)."""
+    root, _, config = recorded_bags
+    cfg, _ = load_evaluate_config(config)
+    cfg = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={
+        "evidence_per_cell": 5, "breakdowns": ["ego_speed_band", "object_size_band", "weather"]})})
+    return analyse_input(MapInput(str(root / "run0"), "bag", {"weather": "rain"}), cfg), cfg
+
+
+def test_a_partial_reads_back_exactly_and_smaller(partial):
+    doc, cfg = partial
+    before = json.dumps(doc)
+    refs = [r for ep in doc["episodes"] for c in ep["evidence"]["cells"].values() for r in c["refs"]]
+    cases = [tc for ep in doc["episodes"] for s in ep["bbsl"].values() for tc in s["test_cases"]]
+    assert len(refs) > 20 and len(cases) > 20  # the lists that are packed are there
+    text = partial_text(json.loads(before))
+    back = read_partial(text, "p.json")
+    counts = [a for a in _arrays(back) if isinstance(a, np.ndarray)]
+    assert len(counts) > 30 and all(a.dtype == np.int64 for a in counts)  # confusion counts come back as arrays
+    assert json.dumps(back, default=np.ndarray.tolist) == before  # same keys, same order, same values
+    assert len(text) < 0.8 * len(before)
+    old = json.loads(before)
+    old["format"] = "perception_safety.partial/2"  # a partial written before packing: read as it is
+    assert read_partial(json.dumps(old), "old.json") == old
+    red_new, red_old = reduce_partials([back], cfg), reduce_partials([old], cfg)
+    assert red_new.evidence == red_old.evidence and red_new.bbsl == red_old.bbsl
+    for a, b in ((red_new.confusion, red_old.confusion),
+                 *((g.confusion(), red_old.breakdowns[attr][v].confusion())
+                   for attr, groups in red_new.breakdowns.items() for v, g in groups.items())):
+        assert counts_json(a) == counts_json(b)
+
+
+def _arrays(obj):
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _arrays(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _arrays(v)
+    else:
+        yield obj
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[1]", "p.json: not a partial this version reads (a JSON list"),
+    ('{"format": "perception_safety.partial/1"}',
+     "p.json: not a partial this version reads (format 'perception_safety.partial/1'"),
+    ("{not json", "p.json: unreadable partial"),
+    ('{"format": "perception_safety.partial/3", "episodes": [{"bbsl": {"s": {"test_cases": '
+     '{"keys": [["a", "b"]], "common": {}, "rows": [[0, 1]]}}}}]}', "p.json: damaged partial: a packed list"),
+    ('{"format": "perception_safety.partial/3", "episodes": [{"bbsl": {"s": {"test_cases": '
+     '{"keys": [], "common": {}, "rows": [[0]]}}}}]}', "p.json: damaged partial: a packed list"),
+    ('{"format": "perception_safety.partial/3", "episodes": [{"confusion": {"class_cm": '
+     '{"shape": [2, 2], "counts": [1, 2, 3]}}}]}', "p.json: damaged partial: a packed list"),
+])
+def test_other_formats_and_damaged_packs_are_named(text, message):
+    with pytest.raises(PartialError, match="^" + message.replace("(", r"\(")):
+        read_partial(text, "p.json")
