@@ -90,40 +90,48 @@ def _end(raw: bytes, p: int) -> None:
 
 def detection2d_array(raw: bytes) -> tuple[int, list[tuple[Any, ...]]]:
     """``(stamp_ns, [(first result (class_id, score) or None, position (x, y, z) or None, box (cx, cy, sx, sy),
-    id)])`` of a vision_msgs/Detection2DArray."""
+    id)])`` of a vision_msgs/Detection2DArray (strings read inline: `_string`'s checks, without a call each)."""
     o = _order(raw)
     stamp, p = _header(raw, o)
     n, p = _count(raw, p, o, 1)
+    u32, f64x8, f64x5, size = o.u32, o.f64x8, o.f64x5, len(raw)
     out = []
     try:
         for _ in range(n):
-            _, p = _header_at(raw, p, o)
-            results, p = _count(raw, p, o, 1)
+            p += (-p & 3) + 8  # the detection's header: its stamp (unused; the bytes after it prove it there)
+            end = p + 4 + u32(raw, p)[0]
+            if end <= p + 4 or end > size or raw[end - 1]:
+                raise CdrMismatch("string")
+            raw[p + 4 : end - 1].decode()  # frame_id: unused, checked as rosbags checks it
+            p = end + (-end & 3)
+            results = u32(raw, p)[0]
+            p += 4
+            if p + results > size:
+                raise CdrMismatch("count")
             first = position = None
             for k in range(results):
-                class_id, p = _string(raw, p, o)
-                p = _align8(p)
-                score, px, py, pz, *_ = o.f64x8(raw, p)
+                p += -p & 3
+                end = p + 4 + u32(raw, p)[0]
+                if end <= p + 4 or end > size or raw[end - 1]:
+                    raise CdrMismatch("string")
+                class_id = raw[p + 4 : end - 1].decode()
+                p = end + (-(end - 4) & 7)
+                score, px, py, pz, *_ = f64x8(raw, p)
                 p += 64 + 288  # score, pose, covariance (36 doubles)
                 if k == 0:
                     first, position = (class_id, score), (px, py, pz)
-            p = _align8(p)
-            box = o.f64x5(raw, p)
-            cx, cy, _, sx, sy = box
-            ident, p = _string(raw, p + 40, o)
-            out.append((first, position, (cx, cy, sx, sy), ident))
-    except struct.error:
-        raise CdrMismatch("truncated") from None
+            p += -(p - 4) & 7
+            cx, cy, _, sx, sy = f64x5(raw, p)
+            p += 40
+            end = p + 4 + u32(raw, p)[0]
+            if end <= p + 4 or end > size or raw[end - 1]:
+                raise CdrMismatch("string")
+            out.append((first, position, (cx, cy, sx, sy), raw[p + 4 : end - 1].decode()))
+            p = end
+    except (struct.error, IndexError, UnicodeDecodeError):
+        raise CdrMismatch("truncated or invalid") from None
     _end(raw, p)
     return stamp, out
-
-
-def _header_at(raw: bytes, p: int, o: _Order) -> tuple[int, int]:
-    """A std_msgs/Header inside the message (aligned to 4): its stamp and the position after it."""
-    p += -p & 3
-    sec, nanosec = o.stamp(raw, p)
-    _, p = _string(raw, p + 8, o)
-    return sec * 1_000_000_000 + nanosec, p
 
 
 def odometry(raw: bytes) -> tuple[int, tuple[float, ...]]:
@@ -142,24 +150,41 @@ def odometry(raw: bytes) -> tuple[int, tuple[float, ...]]:
 
 
 def diagnostic_array(raw: bytes) -> tuple[int, list[tuple[int, str, str, list[tuple[str, str]]]]]:
-    """``(stamp_ns, [(level, name, message, [(key, value)])])`` of a diagnostic_msgs/DiagnosticArray."""
+    """``(stamp_ns, [(level, name, message, [(key, value)])])`` of a diagnostic_msgs/DiagnosticArray (its many
+    short strings read inline: `_string`'s checks, without a call per string)."""
     o = _order(raw)
     stamp, p = _header(raw, o)
     n, p = _count(raw, p, o, 1)
+    u32, size = o.u32, len(raw)
     out = []
-    for _ in range(n):
-        if p >= len(raw):
-            raise CdrMismatch("truncated")
-        level = raw[p] - 256 if raw[p] > 127 else raw[p]  # rosbags reads a byte as a signed int
-        name, p = _string(raw, p + 1, o)
-        message, p = _string(raw, p, o)
-        _, p = _string(raw, p, o)  # hardware_id
-        count, p = _count(raw, p, o, 1)
-        pairs = []
-        for _ in range(count):
-            key, p = _string(raw, p, o)
-            value, p = _string(raw, p, o)
-            pairs.append((key, value))
-        out.append((level, name, message, pairs))
+    try:
+        for _ in range(n):
+            level = raw[p] - 256 if raw[p] > 127 else raw[p]  # rosbags reads a byte as a signed int
+            p += 1
+            texts = []
+            for _ in range(3):  # name, message, hardware_id
+                p += -p & 3
+                end = p + 4 + u32(raw, p)[0]
+                if end <= p + 4 or end > size or raw[end - 1]:
+                    raise CdrMismatch("string")
+                texts.append(raw[p + 4 : end - 1].decode())
+                p = end
+            count, p = _count(raw, p, o, 1)
+            pairs = []
+            for _ in range(count):
+                p += -p & 3
+                end = p + 4 + u32(raw, p)[0]
+                if end <= p + 4 or end > size or raw[end - 1]:
+                    raise CdrMismatch("string")
+                key = raw[p + 4 : end - 1].decode()
+                p = end + (-end & 3)
+                end = p + 4 + u32(raw, p)[0]
+                if end <= p + 4 or end > size or raw[end - 1]:
+                    raise CdrMismatch("string")
+                pairs.append((key, raw[p + 4 : end - 1].decode()))
+                p = end
+            out.append((level, texts[0], texts[1], pairs))
+    except (struct.error, IndexError, UnicodeDecodeError):
+        raise CdrMismatch("truncated or invalid") from None
     _end(raw, p)
     return stamp, out

@@ -158,10 +158,19 @@ def _open_storage(path: Path, storage_id: str) -> Any:
 
 def _qos(value: Any) -> tuple[Any, ...]:
     """QoS profiles as plain data (a YAML string parsed); `Unhandled` for what rosbags might read otherwise."""
-    if not value:
+    if not value or value == "[]":
         return ()
     if isinstance(value, str):
-        value = parse_yaml_document(value, "offered_qos_profiles", Unhandled)
+        return _qos_text(value)
+    return _qos_list(value)
+
+
+@lru_cache(maxsize=64)
+def _qos_text(value: str) -> tuple[Any, ...]:
+    return _qos_list(parse_yaml_document(value, "offered_qos_profiles", Unhandled))
+
+
+def _qos_list(value: Any) -> tuple[Any, ...]:
     if not isinstance(value, list) or not all(isinstance(item, dict) for item in value):
         raise Unhandled("offered_qos_profiles is not a list of mappings")
     return tuple(value)

@@ -1,0 +1,48 @@
+"""The value types' construction checks take a fast path for the common case; on every mix of ordinary and special
+values they raise exactly what the check written out value by value raises (the reference below)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from perception_safety.core.types import Box, Detection, EgoState, GroundTruthObject, InvalidValueError
+
+SPECIAL = [0.0, -1.5, 2.0, 1e308, -1e308, math.inf, -math.inf, math.nan]
+
+
+def reference_error(name: str, values, extra=None) -> str | None:
+    for v in values:
+        if not math.isfinite(v):
+            return f"{name}: non-finite value {v!r}"
+    return extra() if extra is not None else None
+
+
+def outcome(fn) -> str | None:
+    try:
+        fn()
+    except InvalidValueError as exc:
+        return str(exc)
+    return None
+
+
+def test_box_checks_equal_the_value_by_value_check():
+    for x0, y0, x1, y1 in itertools.product(SPECIAL, repeat=4):
+        def inverted(x0=x0, y0=y0, x1=x1, y1=y1):
+            return f"box: inverted coordinates ({x0}, {y0}, {x1}, {y1})" if x0 > x1 or y0 > y1 else None
+        box = (x0, y0, x1, y1)
+        assert outcome(lambda b=box: Box(*b)) == reference_error("box", box, inverted)
+
+
+def test_ego_detection_and_ground_truth_checks_equal_the_value_by_value_check():
+    box = Box(0.0, 0.0, 1.0, 1.0)
+    for values in itertools.product(SPECIAL, repeat=4):
+        assert outcome(lambda v=values: EgoState(*v)) == reference_error("ego state", values)
+        score, pos = values[0], tuple(values[1:])
+        want = reference_error("detection score", (score,)) or reference_error("detection position", pos)
+        assert outcome(lambda s=score, p=pos: Detection(box, "c", s, p)) == want
+        assert outcome(lambda s=score: Detection(box, "c", s)) == reference_error("detection score", (score,))
+        distance = values[0]
+        want = reference_error("ground-truth distance", (distance,), lambda d=distance, p=pos: (
+            f"ground-truth distance: negative value {d}" if d < 0 else reference_error("ground-truth position", p)))
+        assert outcome(lambda d=distance, p=pos: GroundTruthObject(box, "c", d, p)) == want
