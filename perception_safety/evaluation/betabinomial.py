@@ -19,8 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import gammaln, xlogy
-from scipy.stats import t as student_t
+from scipy.special import gammaln, stdtrit, xlogy
 
 _THETA = np.logspace(-3, 5, 25)[:, None]
 """Beta precision ``θ`` searched (ICC 0.999 to 1e-5, a third of a decade apart, the peak refined by a parabola);
@@ -71,7 +70,7 @@ def _constant(m: np.ndarray, w: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=1024)
 def cutoff(clusters: int, alpha: float) -> float:
     """Deviance cut-off ``t²_{k-1, α/2}`` (``inf`` for fewer than two clusters: nothing is excluded)."""
-    return float(student_t.ppf(1 - alpha / 2, clusters - 1) ** 2) if clusters > 1 else float("inf")
+    return float(stdtrit(clusters - 1, 1 - alpha / 2) ** 2) if clusters > 1 else float("inf")
 
 
 def profile_interval(

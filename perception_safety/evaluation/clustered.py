@@ -30,9 +30,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import betaincinv
-from scipy.stats import norm
-from scipy.stats import t as student_t
+from scipy.special import betaincinv, ndtri, stdtrit
 
 from perception_safety.evaluation.betabinomial import profile_interval
 from perception_safety.evaluation.intervals import clopper_pearson
@@ -144,11 +142,15 @@ def design_effect(successes: ArrayLike, trials: ArrayLike, axis: int = 0) -> tup
 
 
 def degrees_of_freedom_factor(clusters: ArrayLike, alpha: float) -> np.ndarray:
-    """``(z_{α/2} / t_{k-1, α/2})²``: how much a variance from ``k`` clusters shrinks the effective n (0 for k < 2)."""
+    """``(z_{α/2} / t_{k-1, α/2})²``: how much a variance from ``k`` clusters shrinks the effective n (0 for k < 2).
+
+    Quantiles from ``scipy.special`` (``stdtrit``, ``ndtri``: what ``scipy.stats`` t/norm ``ppf`` compute, without
+    their per-call argument handling).
+    """
     k = np.asarray(clusters, dtype=np.float64)
     with np.errstate(invalid="ignore"):
-        t = student_t.ppf(1 - alpha / 2, np.maximum(k - 1, 1))
-    return np.where(k > 1, (norm.ppf(1 - alpha / 2) / t) ** 2, 0.0)
+        t = stdtrit(np.maximum(k - 1, 1), 1 - alpha / 2)
+    return np.where(k > 1, (ndtri(1 - alpha / 2) / t) ** 2, 0.0)
 
 
 def effective_counts(

@@ -27,7 +27,7 @@ from perception_safety.verification.builder import (
     successor_table,
 )
 from perception_safety.verification.errors import VerificationError
-from perception_safety.verification.reach import UntilStructure, form_masks, reach_form, until_structure
+from perception_safety.verification.reach import ReachForm, UntilStructure, form_masks, reach_form, until_structure
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,10 +45,27 @@ class ChainSkeleton:
     labels: Mapping[str, np.ndarray]
     initial_states: np.ndarray
     describe: Callable[[int], str] = field(default=str, compare=False, repr=False)
+    _plans: dict[str, Any] = field(default_factory=dict, init=False, compare=False, repr=False)
 
     @property
     def n_states(self) -> int:
         return len(self.indptr) - 1
+
+    def plan(self, formula: str) -> tuple[ReachForm, np.ndarray, np.ndarray, UntilStructure]:
+        """``(form, hold, goal, structure)`` of ``formula`` on this structure, worked out once per skeleton (the sweep
+        solves the posterior draws and the per-episode chains on the same skeleton); raises `VerificationError` for
+        a formula of another shape."""
+        if formula not in self._plans:
+            try:
+                form = reach_form(formula)
+                hold, goal = form_masks(form, self.labels, self.initial_states, self.n_states)
+                self._plans[formula] = (form, hold, goal, until_structure(self.indptr, self.indices, hold, goal))
+            except VerificationError as exc:
+                self._plans[formula] = exc
+        plan = self._plans[formula]
+        if isinstance(plan, VerificationError):
+            raise plan
+        return plan
 
     def data(self, probs: np.ndarray) -> np.ndarray:
         """Transition values ``[draw, t]`` from observation probabilities ``[draw, bin, outcome]``."""
@@ -180,11 +197,11 @@ def posterior_values(skeleton: ChainSkeleton, probs: np.ndarray,
     out: dict[str, np.ndarray | VerificationError] = {}
     for name, formula in formulas.items():
         try:
-            form = reach_form(formula)
-            hold, goal = form_masks(form, skeleton.labels, skeleton.initial_states, skeleton.n_states)
+            form, hold, goal, structure = skeleton.plan(formula)
         except VerificationError as exc:
             out[name] = exc
             continue
-        x = solve_until_batch(skeleton.indptr, skeleton.indices, data, hold, goal)[:, skeleton.initial_states]
+        x = solve_until_batch(skeleton.indptr, skeleton.indices, data, hold, goal, structure)
+        x = x[:, skeleton.initial_states]
         out[name] = 1.0 - x if form.negate else x
     return out

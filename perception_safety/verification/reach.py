@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -191,8 +192,34 @@ class UntilStructure:
         return len(self.levels)
 
 
+CACHED_STATES = 100_000
+"""Chains up to this many states have their `UntilStructure` kept by content (`until_structure`)."""
+
+
 def until_structure(indptr: np.ndarray, indices: np.ndarray, hold: np.ndarray, goal: np.ndarray) -> UntilStructure:
-    """`UntilStructure` by one backward BFS and Kahn's algorithm on the SCC condensation (numpy/scipy)."""
+    """`UntilStructure` by one backward BFS and Kahn's algorithm on the SCC condensation (numpy/scipy).
+
+    A sweep asks for the same structure many times (every variant's interval chain and posterior skeleton at a
+    max speed share it): up to `CACHED_STATES` states the result is kept, keyed by the arrays' bytes (a few
+    milliseconds of scipy graph calls each, against microseconds of hashing).
+    """
+    if len(indptr) - 1 > CACHED_STATES:
+        return _until_structure(indptr, indices, hold, goal)
+    arrays = (np.asarray(indptr, dtype=np.int64), np.asarray(indices, dtype=np.int64),
+              np.asarray(hold, dtype=bool), np.asarray(goal, dtype=bool))
+    return _cached_structure(*(a.tobytes() for a in arrays))
+
+
+@lru_cache(maxsize=512)
+def _cached_structure(indptr: bytes, indices: bytes, hold: bytes, goal: bytes) -> UntilStructure:
+    st = _until_structure(np.frombuffer(indptr, dtype=np.int64), np.frombuffer(indices, dtype=np.int64),
+                          np.frombuffer(hold, dtype=bool), np.frombuffer(goal, dtype=bool))
+    for a in (st.maybe, st.comp, *st.levels):
+        a.flags.writeable = False  # shared by every caller with the same chain
+    return st
+
+
+def _until_structure(indptr: np.ndarray, indices: np.ndarray, hold: np.ndarray, goal: np.ndarray) -> UntilStructure:
     from scipy.sparse import csr_matrix
     from scipy.sparse.csgraph import breadth_first_order, connected_components
 

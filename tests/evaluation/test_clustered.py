@@ -119,3 +119,16 @@ def test_small_effective_n_warning_names_the_design_effect_the_interval_implies(
     (w,) = [w for w in r.warnings("precision") if "worth about" in w]
     shown = float(re.search(r"design effect of ([0-9.e+]+)", w).group(1))
     assert shown == pytest.approx(r.trials / r.effective_n, rel=0.05) and shown > 2
+
+
+def test_degrees_of_freedom_factor_is_the_scipy_stats_quantile_ratio():
+    """(z / t_{k-1})² from scipy.special equals the same ratio from scipy.stats' t and norm quantiles, bit for bit."""
+    from scipy.stats import norm
+    from scipy.stats import t as student_t
+
+    from perception_safety.evaluation.clustered import degrees_of_freedom_factor
+
+    k = np.arange(0, 400)
+    for alpha in (0.05, 0.01, 0.05 / 36):
+        ref = np.where(k > 1, (norm.ppf(1 - alpha / 2) / student_t.ppf(1 - alpha / 2, np.maximum(k - 1, 1))) ** 2, 0.0)
+        assert degrees_of_freedom_factor(k, alpha).tobytes() == ref.tobytes()

@@ -37,3 +37,20 @@ def test_bad_input_is_refused():
     with pytest.raises(ValueError, match="at least 1"):
         bonferroni(0.05, 0)
     assert bonferroni(0.05, 3) == pytest.approx(0.05 / 3)
+
+
+def test_clopper_pearson_is_scipy_stats_beta_quantiles_bit_for_bit():
+    """The quantiles come from scipy.special.betaincinv: the same numbers as scipy.stats.beta.ppf, on integer and
+    fractional (effective) counts, both ends, at Bonferroni-small alphas, with the k = 0 / k = n / n = 0 cases."""
+    from scipy.stats import beta
+
+    rng = np.random.default_rng(11)
+    n = np.concatenate([rng.integers(0, 3000, 4000).astype(float), rng.uniform(0, 800, 4000), [0.0, 1.0, 5.0]])
+    k = np.concatenate([np.floor(rng.uniform(0, 1, 8000) * (n[:8000] + 1)).clip(0, n[:8000]), [0.0, 1.0, 5.0]])
+    k[::7] = n[::7]
+    for alpha in (0.05, 0.05 / 720, 0.3):
+        lo, hi = clopper_pearson(k, n, alpha)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ref_lo = np.where(k > 0, beta.ppf(alpha / 2, k, n - k + 1), 0.0)
+            ref_hi = np.where(k < n, beta.ppf(1 - alpha / 2, k + 1, n - k), 1.0)
+        assert lo.tobytes() == ref_lo.tobytes() and hi.tobytes() == ref_hi.tobytes()
