@@ -40,24 +40,33 @@ class BagConnection:
 
 
 def bag_metadata_document(path: Path, error: type[Exception]) -> Any:
-    """The parsed metadata.yaml of bag ``path`` (bounded libyaml loader), parsed once per file version; ``error``
-    for an unreadable or invalid file. Shared: do not modify the result."""
+    """The parsed metadata.yaml of bag ``path`` (bounded libyaml loader), parsed once per file version whoever asks
+    (`io.bag_inputs` and the reader); ``error`` for an unreadable or invalid file. Shared: do not modify it."""
     meta = path / "metadata.yaml"
     try:
         st = meta.stat()
     except OSError:
-        return _parse(str(meta), error)  # not cached: reading it names the problem
-    return _parsed(str(meta), st.st_mtime_ns, st.st_size, st.st_ino, error)
+        key = None  # not cached: reading it names the problem
+    else:
+        key = (str(meta), st.st_mtime_ns, st.st_size, st.st_ino)
+    try:
+        return _parsed(*key) if key is not None else _parse(str(meta))
+    except _MetadataError as exc:
+        raise error(str(exc)) from exc.__cause__
 
 
-def _parse(meta: str, error: type[Exception]) -> Any:
-    text = read_text(Path(meta), MAX_METADATA_BYTES, "bag metadata", error)
-    return parse_yaml_document(text, meta, error)
+class _MetadataError(Exception):
+    """Why a metadata.yaml cannot be read (raised again as the caller's error type)."""
+
+
+def _parse(meta: str) -> Any:
+    text = read_text(Path(meta), MAX_METADATA_BYTES, "bag metadata", _MetadataError)
+    return parse_yaml_document(text, meta, _MetadataError)
 
 
 @lru_cache(maxsize=256)
-def _parsed(meta: str, _mtime: int, _size: int, _inode: int, error: type[Exception]) -> Any:
-    return _parse(meta, error)
+def _parsed(meta: str, _mtime: int, _size: int, _inode: int) -> Any:
+    return _parse(meta)
 
 
 class OpenBag:

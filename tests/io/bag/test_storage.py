@@ -136,3 +136,15 @@ def test_metadata_is_parsed_once_per_file_version(tmp_path):
     text = (bag / "metadata.yaml").read_text()
     (bag / "metadata.yaml").write_text(text + "\n# edited\n")
     assert bag_metadata_document(bag, ValueError) is not first
+
+
+def test_select_bags_and_the_reader_share_one_parse_of_metadata_yaml(tmp_path):
+    from perception_safety.io.bag import storage
+    from perception_safety.io.bag_inputs import select_bags
+
+    bag = write_bag(tmp_path / "bag", random_messages(3))
+    storage._parsed.cache_clear()
+    assert [b.path for b in select_bags([bag])] == [bag]
+    with open_bag(bag) as opened:
+        assert isinstance(opened, FastBag)
+    assert storage._parsed.cache_info().misses == 1
