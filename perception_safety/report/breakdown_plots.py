@@ -11,13 +11,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.pcd.compute import PCDResult
+from perception_safety.report.figure_save import save_figure
 from perception_safety.report.pcd_plots import draw_fit
-from perception_safety.safe_io import atomic_path
 
 Margins = tuple[float, float, float, float, float, float]
 """Fixed margins in inches: left, right, bottom, top (suptitle and panel title), between columns, between rows."""
@@ -52,10 +51,7 @@ def _not_computed(ax, title: str, why: str) -> None:
 
 
 def _save(fig: Figure, path: str | Path, dpi: int = 90) -> Path:
-    FigureCanvasAgg(fig)
-    with atomic_path(path) as tmp:  # no write through a link/device; complete or absent
-        fig.savefig(tmp, dpi=dpi)
-    return Path(path)
+    return save_figure(fig, path, dpi)  # drawn for the report: these figures exist for it
 
 
 def recall_small_multiples(

@@ -13,12 +13,11 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.confusion.types import DistanceConfusion, EmptyColumn, Kind, column_normalize
-from perception_safety.safe_io import atomic_path
+from perception_safety.report.figure_save import REPORT_WIDTH, save_figure
 
 _TITLES = {"class": "class-labeled", "prop": "proposition-labeled"}
 
@@ -90,7 +89,7 @@ def plot_pages(
         fig = Figure(figsize=(cols * size + 1.2, rows * size + 0.4))
         _fixed_margins(fig, rows, cols, n)
         _draw_panels(fig, dc, kind, chunk, rows, cols, empty_column, cell_font, shrink=0.7, bar_right_in=0.95)
-        paths.append(_save(fig, out / f"{kind}_cm_page{page + 1}.png", dpi))
+        paths.append(_save(fig, out / f"{kind}_cm_page{page + 1}.png", dpi, REPORT_WIDTH))
     return paths, skipped
 
 
@@ -149,11 +148,9 @@ def _bin_title(dc: DistanceConfusion, kind: Kind, k: int | None) -> str:
     return f"{_TITLES[kind]}, [{lo:g}, {hi:g}) m"
 
 
-def _save(fig: Figure, path: Path, dpi: int) -> Path:
-    FigureCanvasAgg(fig)
-    with atomic_path(path) as tmp:  # no write through a link/device; complete or absent
-        fig.savefig(tmp, dpi=dpi)
-    return path
+def _save(fig: Figure, path: Path, dpi: int, width_px: int | None = None) -> Path:
+    """``width_px``: drawn for the report (`figure_save`); None: the ``confusion`` command's files, at ``dpi``."""
+    return save_figure(fig, path, dpi, width_px)
 
 
 def plot_bin(
@@ -239,4 +236,4 @@ def plot_rates(metrics: Sequence[ClassMetrics], path: str | Path, alpha: float =
     axes[0].set_ylabel("rate")
     if axes[0].get_legend_handles_labels()[0]:
         axes[0].legend(fontsize=8, title="class (hollow: thin bin; dotted: pooled)", title_fontsize=7)
-    return _save(fig, Path(path), dpi)
+    return _save(fig, Path(path), dpi, REPORT_WIDTH)

@@ -101,7 +101,10 @@ def compact_png(png: bytes, colours: int = 64) -> bytes:
     from PIL import Image
 
     try:
-        im = Image.open(io.BytesIO(png)).convert("RGB")
+        im = Image.open(io.BytesIO(png))  # reads the header only
+        if im.format == "PNG" and im.mode == "P" and im.width <= MAX_FIGURE_WIDTH:
+            return png  # already compact (`figure_save`): not decoded and encoded again
+        im = im.convert("RGB")
     except OSError:
         return png
     if im.width > MAX_FIGURE_WIDTH:

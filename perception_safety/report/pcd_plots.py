@@ -11,11 +11,10 @@ from pathlib import Path
 
 import numpy as np
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from perception_safety.evaluation.pcd.compute import PCDResult
-from perception_safety.safe_io import atomic_path
+from perception_safety.report.figure_save import save_figure
 
 
 def draw_fit(ax: Axes, result: PCDResult, title: str = "") -> None:
@@ -70,26 +69,25 @@ def draw_surface(ax: Axes, result: PCDResult, title: str = "", vmax: float | Non
     return im
 
 
-def _save(fig: Figure, path: str | Path) -> Path:
-    path = Path(path)
-    FigureCanvasAgg(fig)
-    with atomic_path(path) as tmp:  # no write through a link/device; complete or absent
-        fig.savefig(tmp, dpi=110)
-    return path
+def _save(fig: Figure, path: str | Path, width_px: int | None) -> Path:
+    return save_figure(fig, path, 110, width_px)
 
 
-def fits_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path) -> Path:
-    """One panel per input (side by side, shared y axis) with `draw_fit`; writes a PNG."""
+def fits_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path, width_px: int | None = None) -> Path:
+    """One panel per input (side by side, shared y axis) with `draw_fit`; writes a PNG (``width_px``: drawn for
+    the report, `figure_save`)."""
     k = max(1, len(results))
     fig = Figure(figsize=(6.0 * k, 4.5), layout="constrained")
     axes = fig.subplots(1, k, squeeze=False, sharey=True)[0]
     for ax, (label, res) in zip(axes, results, strict=False):
         draw_fit(ax, res, f"{label} ({res.model}): {len(res.change_points.distances)} change point(s)")
-    return _save(fig, path)
+    return _save(fig, path, width_px)
 
 
-def surfaces_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path) -> Path:
-    """One PCD-surface heatmap per input, each with its own colour bar (ranges may differ a lot); writes a PNG."""
+def surfaces_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path, width_px: int | None = None
+                    ) -> Path:
+    """One PCD-surface heatmap per input, each with its own colour bar (ranges may differ a lot); writes a PNG
+    (``width_px``: drawn for the report, `figure_save`)."""
     k = max(1, len(results))
     fig = Figure(figsize=(5.6 * k, 4.5), layout="constrained")
     axes = fig.subplots(1, k, squeeze=False)[0]
@@ -99,4 +97,4 @@ def surfaces_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path) 
             ci = " [{:.1f}, {:.1f}]".format(*res.interval.mpcd_ci)
         im = draw_surface(ax, res, f"{label}: mPCD = {res.mpcd:.1f} m{ci}")
         fig.colorbar(im, ax=ax, label="PCD (m)")
-    return _save(fig, path)
+    return _save(fig, path, width_px)

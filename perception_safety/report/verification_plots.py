@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from perception_safety.safe_io import atomic_path
+from perception_safety.report.figure_save import save_figure
 
 TITLES = {
     "class": "(a) class-labeled",
@@ -111,14 +110,15 @@ def plot_satisfaction(
     log_scale: bool = False,
     cell_length_m: float = 1.0,
     step_s: float | None = None,
+    width_px: int | None = None,
 ) -> Path:
-    """Write the Fig. 8-style 2×2 figure (PNG or any matplotlib format by suffix)."""
+    """Write the Fig. 8-style 2×2 figure (PNG or any matplotlib format by suffix; ``width_px``: a PNG drawn for
+    the report, `figure_save`)."""
     results = list(results)
     variants = list(variants)
     cols = 2 if len(variants) > 1 else 1
     rows = (len(variants) + cols - 1) // cols
     fig = Figure(figsize=(5.2 * cols, 4.0 * rows), layout="constrained")
-    FigureCanvasAgg(fig)
     axes = fig.subplots(rows, cols, squeeze=False).ravel()
     for ax, variant in zip(axes, variants, strict=False):
         draw_variant(ax, results, variant, true_env, spec, log_scale, cell_length_m, step_s)
@@ -127,7 +127,4 @@ def plot_satisfaction(
     banded = any(r.get("lower") is not None for r in results)
     fig.suptitle(f"Satisfaction probability, true environment '{true_env}', spec '{spec}'"
                  + ("\n(shaded: interval-chain bounds [lower, upper])" if banded else ""))
-    path = Path(path)
-    with atomic_path(path) as tmp:  # no write through a link/device; complete or absent
-        fig.savefig(tmp, dpi=120)
-    return path
+    return save_figure(fig, path, 120, width_px)

@@ -1,0 +1,49 @@
+"""A figure drawn once at the size the report shows it and encoded once: the same palette PNG on disk and in the
+report (issue 27: the report's fixed cost). Drawing at the shown width replaces drawing large, encoding, decoding,
+resampling and encoding again; a standalone figure (``width_px`` None) is saved as asked."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from perception_safety.report.html import MAX_FIGURE_WIDTH
+from perception_safety.safe_io import atomic_path, write_bytes
+
+REPORT_WIDTH = MAX_FIGURE_WIDTH
+"""Width (px) of a figure drawn for the report: the width the page shows it at."""
+PALETTE = 64
+"""Colours of a report figure's palette (plots use few; anti-aliased edges take the rest)."""
+
+
+def save_figure(fig: Figure, path: str | Path, dpi: float, width_px: int | None = REPORT_WIDTH) -> Path:
+    """Write ``fig`` to ``path``: for the report (``width_px``, a ``.png``), drawn once at ``dpi`` or less so that
+    it is at most ``width_px`` wide and stored as a ``PALETTE``-colour PNG; else ``savefig`` at ``dpi`` (any
+    format by suffix). The write is atomic (complete or absent, never through a link)."""
+    from PIL import Image
+
+    path = Path(path)
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    if width_px is None or path.suffix.lower() != ".png":
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=dpi)
+        return path
+    fig.set_dpi(min(float(dpi), width_px / fig.get_figwidth()))
+    canvas.draw()
+    rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    buf = io.BytesIO()
+    palette_image(rgba.convert("RGB")).save(buf, "PNG")
+    return write_bytes(path, buf.getvalue())
+
+
+def palette_image(rgb: Any) -> Any:
+    """``rgb`` (a PIL image) with `PALETTE` colours by median cut: the octree quantisers are ten times cheaper but
+    merge white with a colour map's palest cells (a faint tint over the page, an empty cell looking like a
+    0.00 one); median cut keeps both (measured: mean error 0.4-0.8 vs 2-3 levels)."""
+    from PIL import Image
+
+    return rgb.quantize(PALETTE, method=Image.Quantize.MEDIANCUT)
