@@ -14,6 +14,7 @@ from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.analyses.evidence import pictures
 from perception_safety.pipeline.evaluate import reduce_partials
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
+from perception_safety.pipeline.partials import read_partial
 from perception_safety.report.html import Report
 
 from .conftest import scene_frames
@@ -60,10 +61,15 @@ def test_thumbnails_are_a_timed_step_of_their_own(run):
 def test_partials_carry_each_references_window_and_results_json_does_not(run):
     out, results, _ = run
     assert "log_ns" not in (out / "results.json").read_text()  # results.json as before: the window is internal
-    parts = [json.loads(p.read_text()) for p in sorted((out / "partials").glob("*.json"))]
+    parts = _partials(out)
     refs = [r for p in parts for ep in p["episodes"] for c in ep["evidence"]["cells"].values() for r in c["refs"]]
     assert refs and all(len(r["log_ns"]) == 2 and r["log_ns"][0] <= r["log_ns"][1] for r in refs)
     assert not [w for w in results["warnings"] if w["code"] == "thumbnails_read_whole"]
+
+
+def _partials(out):
+    """The map's partials as the reduce reads them (packed records unpacked)."""
+    return [read_partial(p.read_text(), str(p)) for p in sorted((out / "partials").glob("*.json"))]
 
 
 def _pictures(parts, cfg):
@@ -74,7 +80,7 @@ def _pictures(parts, cfg):
 def test_partials_without_windows_get_the_same_pictures_by_reading_their_bags_with_a_warning(run):
     out, _, tmp = run
     cfg, _ = load_evaluate_config(tmp / "evaluate.yaml")
-    parts = [json.loads(p.read_text()) for p in sorted((out / "partials").glob("*.json"))]
+    parts = _partials(out)
     ev, sought = _pictures(parts, cfg)
     for p in parts:  # an older version's partials: references without their recording window
         for ep in p["episodes"]:
@@ -94,7 +100,7 @@ def test_partials_without_windows_get_the_same_pictures_by_reading_their_bags_wi
 def test_a_broken_or_missing_image_is_named_where_its_picture_would_be(run):
     out, _, tmp = run
     cfg, _ = load_evaluate_config(tmp / "evaluate.yaml")
-    parts = [json.loads(p.read_text()) for p in sorted((out / "partials").glob("*.json"))]
+    parts = _partials(out)
     from perception_safety.io.bag import read_frames
 
     bag = str(tmp / "bags" / "run0")
