@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 UNIT = "episode"
+_ARRAYS = ("class_cm", "class_cm_pooled", "unmatched", "frames")
 
 
 def with_episode(frames: Iterable[Any], episode: str) -> Iterator[Any]:
@@ -76,10 +77,14 @@ class ClusterCounts:
         """Sum by cluster id (an id in both adds up; new ids are appended in order)."""
         if other.class_cm.shape[1:] != self.class_cm.shape[1:]:
             raise ValueError("cannot merge cluster counts of different bins or labels")
+        if other.unit == self.unit and not (self.ids and other.ids):  # one side empty; arrays are read-only: share
+            return other if self.ids == () else self
+        if self.ids == other.ids:  # the same clusters (a bag read in several batches): add
+            return ClusterCounts(self.ids, *(getattr(self, n) + getattr(other, n) for n in _ARRAYS), unit=self.unit)
         ids = list(dict.fromkeys([*self.ids, *other.ids]))
         pos = {c: i for i, c in enumerate(ids)}
         arrays = []
-        for name in ("class_cm", "class_cm_pooled", "unmatched", "frames"):
+        for name in _ARRAYS:
             a, b = getattr(self, name), getattr(other, name)
             out = np.zeros((len(ids), *a.shape[1:]), dtype=np.int64)
             np.add.at(out, [pos[c] for c in self.ids], a)
@@ -167,7 +172,11 @@ def batch_counts(
     n_f, n_bins = empty_cells.shape
     c1 = n_labels
     known = frame_cluster != ""
-    ids, inv = np.unique(frame_cluster[known].astype(str), return_inverse=True)
+    named = frame_cluster[known]
+    if len(named) and (named == named[0]).all():  # one episode (a bag): no sort of the names
+        ids, inv = np.array([str(named[0])]), np.zeros(len(named), dtype=np.int64)
+    else:
+        ids, inv = np.unique(named.astype(str), return_inverse=True)
     k = len(ids)
     cl = np.full(n_f, -1, dtype=np.int64)
     cl[known] = inv

@@ -10,12 +10,11 @@ to the per-frame Hungarian `core.match_boxes` (or `match_centres`).
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from perception_safety.core.matching import match_boxes, match_centres
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.centre_pairs import centre_candidate_pairs
+from perception_safety.evaluation.confusion.components import small_component_matchings
 from perception_safety.evaluation.confusion.frame_search import FrameSortedKeys
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -140,57 +139,6 @@ def candidate_pairs(
     return di, gi, _pair_iou(d, g, di, gi)
 
 
-MAX_COMPONENT_EDGES = 6
-_MASKS = (np.arange(1 << MAX_COMPONENT_EDGES)[:, None] >> np.arange(MAX_COMPONENT_EDGES)[None, :]) & 1 == 1
-_PAIRS = np.array([(i, j) for i in range(MAX_COMPONENT_EDGES) for j in range(i + 1, MAX_COMPONENT_EDGES)])
-_PAIR_MASKS = (_MASKS[:, _PAIRS[:, 0]] & _MASKS[:, _PAIRS[:, 1]]).astype(np.float64)
-_TIE = 1e-9  # best and runner-up matchings closer than this go to `match_boxes`
-
-
-def _small_components(
-    ed: np.ndarray, eg: np.ndarray, ew: np.ndarray, n_det: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Exact maximum-weight matchings of the small connected components of an admissible-pair graph.
-
-    Every subset of a component's (at most ``MAX_COMPONENT_EDGES``) pairs is enumerated at once.
-    Returns ``(chosen, unresolved)`` edge masks and, per edge, its component label.
-    """
-    m = len(ed)
-    nodes, inv = np.unique(np.concatenate([ed, eg + n_det]), return_inverse=True)
-    a, b = inv[:m], inv[m:]
-    graph = coo_matrix((np.ones(m), (a, b)), shape=(len(nodes), len(nodes)))
-    n_comp, label = connected_components(graph, directed=False)
-    comp = label[a]
-    size = np.bincount(comp, minlength=n_comp)
-    chosen = np.zeros(m, dtype=bool)
-    unresolved = size[comp] > MAX_COMPONENT_EDGES
-    small = np.flatnonzero(~unresolved)
-    if len(small) == 0:
-        return chosen, unresolved, comp
-    order = small[np.argsort(comp[small], kind="stable")]
-    c = comp[order]
-    _, row, counts = np.unique(c, return_inverse=True, return_counts=True)
-    slot = np.arange(len(order)) - np.repeat(np.cumsum(counts) - counts, counts)
-    n_rows, e = len(counts), MAX_COMPONENT_EDGES
-    edge = np.full((n_rows, e), -1, dtype=np.int64)
-    edge[row, slot] = order
-    present = edge >= 0
-    safe = np.where(present, edge, 0)
-    d, g = np.where(present, ed[safe], -1), np.where(present, eg[safe], -2)
-    w = np.where(present, ew[safe], 0.0)
-    i, j = _PAIRS[:, 0], _PAIRS[:, 1]
-    clash = present[:, i] & present[:, j] & ((d[:, i] == d[:, j]) | (g[:, i] == g[:, j]))
-    invalid = (clash.astype(np.float64) @ _PAIR_MASKS.T > 0) | ((~present).astype(np.float64) @ _MASKS.T > 0)
-    total = np.where(invalid, -1.0, w @ _MASKS.T)
-    best = np.argmax(total, axis=1)
-    top2 = np.partition(total, -2, axis=1)[:, -2:]
-    tie = top2[:, 1] - top2[:, 0] <= _TIE
-    pick = _MASKS[best] & present & ~tie[:, None]
-    chosen[edge[pick]] = True
-    unresolved[edge[present & tie[:, None]]] = True
-    return chosen, unresolved, comp
-
-
 def match_batch(
     batch: FrameBatch,
     iou_threshold: float,
@@ -235,7 +183,7 @@ def match_batch(
     rest = np.flatnonzero(~simple)
     fallback = np.zeros(batch.n_frames, dtype=bool)
     if len(rest):
-        chosen, unresolved, _ = _small_components(ed[rest], eg[rest], ew[rest], n_det)
+        chosen, unresolved, _ = small_component_matchings(ed.take(rest), eg.take(rest), ew.take(rest), n_det)
         gt_match[eg[rest[chosen]]] = ed[rest[chosen]]
         edge_frame = np.searchsorted(batch.gt_offsets, eg[rest[unresolved]], side="right") - 1
         fallback[edge_frame] = True
