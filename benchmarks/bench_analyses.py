@@ -9,7 +9,7 @@ subprocess with that folder first on ``PYTHONPATH``), and each step is printed w
 the two runs' ``results.json`` parts of every step are compared (identical, or the largest relative difference).
 
 Usage: python benchmarks/bench_analyses.py --demo /work/demo_out [--copies 16] [--repeat 3] [--baseline main]
-       [--profile verification]   (cProfile of one step, top functions by cumulative time)
+       [--steps verification pcd] [--profile verification]   (cProfile of one step, top functions by cumulative time)
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def cpu() -> float:
     return time.process_time()
 
 
-def measure(demo: Path, copies: int, repeat: int, tmp: Path, profile: str | None) -> dict:
+def measure(demo: Path, copies: int, repeat: int, tmp: Path, profile: str | None, steps: tuple[str, ...]) -> dict:
     """Map and reduce once, then every step ``repeat`` times: ``{"cpu": {step: s}, "results": {...}}``."""
     sys.path.insert(0, str(HERE.parent))
     from bench_evaluate import demo_copies
@@ -68,7 +68,7 @@ def measure(demo: Path, copies: int, repeat: int, tmp: Path, profile: str | None
         ev = Evaluation(results={"frames": red.frames}, report=Report("bench", "bench"))
         out = tmp / f"out{r}"
         out.mkdir()
-        for name in STEPS:
+        for name in steps:
             if profile == name and r == 0:
                 import cProfile
                 import pstats
@@ -122,7 +122,7 @@ def baseline(ref: str, args: argparse.Namespace) -> dict:
         subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
         env = {**os.environ, "PYTHONPATH": str(src)}
         cmd = [sys.executable, str(HERE), "--demo", str(args.demo), "--copies", str(args.copies), "--repeat",
-               str(args.repeat), "--json"]
+               str(args.repeat), "--steps", *args.steps, "--json"]
         done = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True)
         return json.loads(done.stdout)
     finally:
@@ -136,13 +136,16 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--baseline", help="git revision whose package is measured in the same run (e.g. main)")
     ap.add_argument("--profile", choices=STEPS, help="cProfile this step (first repeat, not timed)")
+    ap.add_argument("--steps", nargs="+", choices=STEPS, default=list(STEPS),
+                    help="the steps to run, in evaluate's order (a step may read what an earlier one wrote)")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the baseline subprocess' output
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench_analyses_"))
     try:
         base = baseline(args.baseline, args) if args.baseline else None
         load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
-        now = measure(args.demo, args.copies, args.repeat, tmp, args.profile)
+        steps = tuple(s for s in STEPS if s in args.steps)
+        now = measure(args.demo, args.copies, args.repeat, tmp, args.profile, steps)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if args.json:

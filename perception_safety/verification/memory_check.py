@@ -14,6 +14,7 @@ number.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -73,9 +74,33 @@ class MemoryCheck:
         return out
 
 
-def check_memory(system: AbstractSystem, counted: CountedObservations, runs: ObservationRuns, hit: int,
-                 specs: dict[str, str], cfg: VerificationConfig, where: str, warnings: list[str]) -> MemoryCheck:
+@dataclass(frozen=True, eq=False)
+class MemoryData:
+    """One (variant, true environment)'s matrices and pedestrian-column runs (``hit``: the column), with what the
+    check derives from them alone kept for every max speed of the sweep: the product counts and their posterior
+    draws (seeded by the names, not by V, so they are the same draws at every V)."""
+
+    counted: CountedObservations
+    runs: ObservationRuns
+    hit: int
+    _draws: dict[tuple[str, str], np.ndarray | None] = field(default_factory=dict, init=False, repr=False)
+
+    @cached_property
+    def product(self) -> CountedObservations:
+        """`memory.memory_counts` of the column (its design effect, computed once, serves every V)."""
+        return memory_counts(self.counted, self.runs, self.hit)[0]
+
+    def draws(self, cfg: VerificationConfig, where: str) -> np.ndarray | None:
+        key = (where, cfg.posterior.model_dump_json())
+        if key not in self._draws:
+            self._draws[key] = posterior_draws(self.product, cfg, where, "memory")
+        return self._draws[key]
+
+
+def check_memory(system: AbstractSystem, data: MemoryData, specs: dict[str, str], cfg: VerificationConfig,
+                 where: str, warnings: list[str]) -> MemoryCheck:
     """Assess the chain's decision bins and, when misses come in runs, check the memory chain (module docstring)."""
+    counted, runs, hit = data.counted, data.runs, data.hit
     bins = [int(b) for b in decision_bins(system, counted.model())]
     where = where.rsplit("/V=", 1)[0]  # the tests do not depend on V: one warning per (variant, environment)
     if runs.pairs.shape[1:] != (counted.counts.shape[0], counted.counts.shape[1], counted.counts.shape[1]):
@@ -97,15 +122,14 @@ def check_memory(system: AbstractSystem, counted: CountedObservations, runs: Obs
         return MemoryCheck(INCONCLUSIVE, reason, info=_info(a))
     if a.status != MEMORY:
         return MemoryCheck(a.status, info=_info(a))
-    mem_counted, _ = memory_counts(counted, runs, hit)
+    mem_counted = data.product
     mem_system = memory_system(system, counted.model())
     chain = reachable_part(build_chain(mem_system, mem_counted.model()))
     starts = np.asarray(chain.initial_states, dtype=np.int64)
     values = {name: np.asarray(check(chain, f))[starts] for name, f in specs.items()}
     starts = np.asarray(mem_system.initial_states, dtype=np.int64)  # the bounds: over the whole product
     bounds, binfo = chain_bounds(mem_system, mem_counted, specs, cfg, f"{where} (memory chain)", warnings)
-    post = chain_posterior(mem_system, mem_counted.model(), posterior_draws(mem_counted, cfg, where, "memory"), specs,
-                           cfg, warnings)
+    post = chain_posterior(mem_system, mem_counted.model(), data.draws(cfg, where), specs, cfg, warnings)
     clusters = _clusters(mem_counted, binfo.get("decision_bins"))
     if clusters is not None and clusters < MIN_CLUSTERS:
         reason = (f"{where}: the chain with observation memory reads conditional columns resting on {clusters} "

@@ -29,7 +29,7 @@ from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.export import export_drn, export_prism_explicit
 from perception_safety.verification.interval_chain import decision_bins
 from perception_safety.verification.memory import ObservationRuns
-from perception_safety.verification.memory_check import check_memory
+from perception_safety.verification.memory_check import MemoryData, check_memory
 from perception_safety.verification.per_episode import episode_chains
 from perception_safety.verification.posterior import chain_skeleton, round_to_error
 from perception_safety.verification.specs import check, resolve_specs
@@ -172,6 +172,9 @@ def run_sweep(
                                            episodes)
             obs = counted.model()
             draws = posterior_draws(counted, cfg, variant, env_name)
+            runs = (observation_runs or {}).get((variant, env_name))
+            memory = None if runs is None else MemoryData(counted, runs,
+                                                          pedestrian_column(confusion, variant, counted, cfg))
             for V in cfg.max_speeds:
                 t0 = time.perf_counter()
                 g, system = car_system(confusion, cfg, variant, env_name, V, controller)
@@ -185,10 +188,7 @@ def run_sweep(
                 where = f"{variant}/{env_name}/V={V}"
                 bounds, info = chain_bounds(system, counted, specs, cfg, where, warnings)
                 unit = sampling_unit(counted, info.get("decision_bins"), where, warnings)
-                runs = (observation_runs or {}).get((variant, env_name))
-                mem = None if runs is None else check_memory(
-                    system, counted, runs, pedestrian_column(confusion, variant, counted, cfg), specs, cfg, where,
-                    warnings)
+                mem = None if memory is None else check_memory(system, memory, specs, cfg, where, warnings)
                 skeleton = chain_skeleton(system, obs)
                 per_ep = None if counted.clusters is None else episode_chains(
                     system, counted, skeleton, specs, decision_bins(system, obs), cfg.alpha, where, warnings)

@@ -175,7 +175,7 @@ def test_memory_chain_carries_a_posterior_that_holds_the_truth_and_a_point_verdi
     from perception_safety.evaluation.requirements import Requirement
     from perception_safety.evaluation.requirements import check as check_reqs
     from perception_safety.verification.config import VerificationConfig
-    from perception_safety.verification.memory_check import check_memory
+    from perception_safety.verification.memory_check import MemoryData, check_memory
 
     r, q = 0.8, 0.1
     runs = ObservationRuns.from_sequences(markov_miss_sequences(np.random.default_rng(8), 150, 10, 2, r, q), 2, 3)
@@ -185,7 +185,7 @@ def test_memory_chain_carries_a_posterior_that_holds_the_truth_and_a_point_verdi
     truth = q / (1 - r + q) * r ** 3  # as in the test above
     warnings: list[str] = []
     cfg = VerificationConfig(posterior={"draws": 400})
-    m = check_memory(sys_, counted, runs, 0, {"h": HAZARD}, cfg, "v/e/V=3", warnings)
+    m = check_memory(sys_, MemoryData(counted, runs, 0), {"h": HAZARD}, cfg, "v/e/V=3", warnings)
     row = m.row("h", 0)
     assert row["independence"] == MEMORY
     assert row["memory_posterior_lower"] <= truth <= row["memory_posterior_upper"]
