@@ -32,6 +32,7 @@ ODOMETRY_TYPE = "nav_msgs/msg/Odometry"
 DIAGNOSTICS_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
 
 _CHANNELS = {"rgb8": 3, "bgr8": 3, "mono8": 1}
+_isfinite = math.isfinite
 
 
 def _t(name: str) -> Any:
@@ -212,12 +213,11 @@ def ground_truth_to_msg(objects: tuple[GroundTruthObject, ...], stamp_ns: int, f
 
 def box_of_values(i: int, cx: float, cy: float, size_x: float, size_y: float) -> Box:
     """The box of detection ``i`` from its BoundingBox2D values; `InvalidValueError` names a bad one."""
-    values = (cx, cy, size_x, size_y)
-    if not all(math.isfinite(v) for v in values):
-        raise InvalidValueError(f"detections[{i}]: non-finite box {values}")
+    if not (_isfinite(cx) and _isfinite(cy) and _isfinite(size_x) and _isfinite(size_y)):
+        raise InvalidValueError(f"detections[{i}]: non-finite box {(cx, cy, size_x, size_y)}")
     if size_x < 0 or size_y < 0:
         raise InvalidValueError(f"detections[{i}]: negative box size ({size_x}, {size_y})")
-    return Box.from_center(*values)
+    return Box.from_center(cx, cy, size_x, size_y)
 
 
 def hypothesis_of_values(i: int, first: tuple[Any, float] | None) -> tuple[str, float]:

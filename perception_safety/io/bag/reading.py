@@ -338,11 +338,12 @@ def _read_open(
     spans = _log_spans(joined, logs, len(anchors)) if logs is not None else None
     images = _iter_images(reader, bag, conns.get("image"), joined.get("image"), report) if with_images else None
     label = _bag_label(Path(bag))
-    for i, stamp in enumerate(anchors):
+    picks = [(role, idx.tolist(), decoded[role][1]) for role, idx in joined.items() if role != "image"]
+    for i, stamp in enumerate(anchors.tolist()):  # Python ints and lists: no numpy scalar per frame and role
         parts: dict[str, Any] = {}
-        for role, idx in joined.items():
-            if role != "image" and idx[i] >= 0:
-                parts[role] = decoded[role][1][idx[i]]
+        for role, idx, values in picks:
+            if idx[i] >= 0:
+                parts[role] = values[idx[i]]
         image = next(images) if images is not None else None
         if image is not None and "camera_info" in parts:
             try:
@@ -354,14 +355,14 @@ def _read_open(
             continue  # the anchor image itself was malformed: already reported
         report.frames += 1
         if windows is not None and spans is not None:
-            windows[int(stamp)] = (int(spans[0][i]), int(spans[1][i]))
+            windows[stamp] = (int(spans[0][i]), int(spans[1][i]))
         yield Frame(
-            stamp_ns=int(stamp),
+            stamp_ns=stamp,
             detections=parts.get("detections", ()),
             ground_truth=parts.get("ground_truth", ()),
             ego=parts.get("ego"),
             image=image,
-            frame_id=f"{label}:{int(stamp)}",
+            frame_id=f"{label}:{stamp}",
             candidates=parts.get("candidates"),
             camera=parts["camera_info"][1] if "camera_info" in parts else None,
         )
