@@ -98,13 +98,29 @@ def screen_frame(frame: Frame, iou_threshold: float) -> tuple[Frame, ScreenCount
 
 
 def screen_frames(frames: Iterable[Frame], iou_threshold: float) -> tuple[list[Frame], ScreenCounts]:
-    """Every frame screened (`screen_frame`), and the summed counts."""
-    out, total = [], ScreenCounts()
-    for f in frames:
-        g, c = screen_frame(f, iou_threshold)
-        out.append(g)
+    """Every frame screened (`screen_frame`), and the summed counts. The frames with nothing to screen (no ignore
+    region, no impossible object: most of them) are found with one numpy pass over all objects and kept as they
+    are; only the others go through `screen_frame`."""
+    out = list(frames)
+    total = ScreenCounts()
+    for i in np.flatnonzero(_to_screen(out)).tolist():
+        out[i], c = screen_frame(out[i], iou_threshold)
         total = total + c
     return out, total
+
+
+def _to_screen(frames: list[Frame]) -> np.ndarray:
+    """Per frame: it holds an ignore region or an impossible object (what `screen_frame` screens)."""
+    flat = [g for f in frames for g in f.ground_truth]
+    if not flat:
+        return np.zeros(len(frames), dtype=bool)
+    frame = np.repeat(np.arange(len(frames)), [len(f.ground_truth) for f in frames])
+    boxes = np.array([g.box.as_tuple() for g in flat], dtype=np.float64)
+    sizes = np.array([_image_size(f) or (np.inf, np.inf) for f in frames], dtype=np.float64).reshape(-1, 2)[frame]
+    bad = np.fromiter((g.ignore or (g.position is not None and g.position[0] <= 0.0) for g in flat), bool, len(flat))
+    bad |= (boxes[:, 2] <= boxes[:, 0]) | (boxes[:, 3] <= boxes[:, 1])  # zero area
+    bad |= (boxes[:, 2] <= 0) | (boxes[:, 3] <= 0) | (boxes[:, 0] >= sizes[:, 0]) | (boxes[:, 1] >= sizes[:, 1])
+    return np.bincount(frame[bad], minlength=len(frames)) > 0
 
 
 class GroundTruthScreen:

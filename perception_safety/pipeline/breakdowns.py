@@ -24,7 +24,13 @@ from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.subset import select_frames, select_objects
 from perception_safety.evaluation.confusion.types import DistanceConfusion
-from perception_safety.evaluation.pcd.sample_table import input_kind, sample_table, size_bands
+from perception_safety.evaluation.pcd.sample_table import (
+    SampleFrames,
+    flatten_frames,
+    input_kind,
+    sample_table,
+    size_bands,
+)
 from perception_safety.evaluation.pcd.samples import PCDSamples, samples_from_frames
 from perception_safety.pipeline.evaluate_config import EvaluateConfig, PCDTarget
 
@@ -79,9 +85,10 @@ class FrameSamples:
     """Size band of each sample's object when extracted per size band (``size_edges``), else None."""
 
     @classmethod
-    def of(cls, frames: Sequence[Frame], t: PCDTarget, cfg: EvaluateConfig, source: str,
+    def of(cls, frames: Sequence[Frame] | SampleFrames, t: PCDTarget, cfg: EvaluateConfig, source: str,
            size_edges: Sequence[float] | None = None) -> FrameSamples:
-        """``size_edges``: the samples of every object-size band (each from its band's boxes alone), banded."""
+        """``size_edges``: the samples of every object-size band (each from its band's boxes alone), banded.
+        ``frames`` may be already flattened (`sample_frames`)."""
         mode = cfg.pcd.samples.input
         tab = sample_table(frames, t.class_id, t.track_id, t.iou_threshold, t.class_aware, source, mode,
                            cfg.pcd.bootstrap.unit, size_edges)  # fmt: skip
@@ -157,7 +164,12 @@ def speed_band(speed: float | None, edges: Sequence[float], unit: str = "m/s") -
     return f">= {edges[-1]:g} {unit}" if speed >= edges[-1] else UNKNOWN
 
 
-def episode_samples(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> list[FrameSamples]:
+def sample_frames(frames: Sequence[Frame], cfg: EvaluateConfig, source: str) -> SampleFrames:
+    """An episode's frames flattened once for every PCD extraction (each target, pooled and per size band)."""
+    return flatten_frames(frames, cfg.pcd.samples.input, source)
+
+
+def episode_samples(frames: Sequence[Frame] | SampleFrames, cfg: EvaluateConfig, source: str) -> list[FrameSamples]:
     """Each PCD target's samples of an episode's frames, extracted once (pooled and every speed band select)."""
     return [FrameSamples.of(frames, t, cfg, source) for t in cfg.evaluate.pcd_targets]
 
@@ -175,7 +187,8 @@ def speed_band_parts(
 
 
 def size_band_parts(
-    frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str
+    frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str,
+    flat: SampleFrames | None = None,
 ) -> dict[str, Any]:
     """The per-frame analyses per object-size band: every frame, keeping only the boxes whose height is in the band.
 
@@ -191,8 +204,8 @@ def size_band_parts(
     if batch is not None:
         gt_batch = size_bands(batch.gt_boxes[:, 3] - batch.gt_boxes[:, 1], edges)
         det_batch = size_bands(batch.det_boxes[:, 3] - batch.det_boxes[:, 1], edges)
-    samples = [FrameSamples.of(frames, t, cfg, source, edges) for t in cfg.evaluate.pcd_targets] if (
-        "pcd" in cfg.evaluate.analyses) else None
+    samples = [FrameSamples.of(flat or frames, t, cfg, source, edges) for t in cfg.evaluate.pcd_targets] if (
+        "pcd" in cfg.evaluate.analyses) else None  # ``flat``: the episode's `sample_frames`, when the caller has it
     out = {}
     for k, name in enumerate(bands):
         if k not in present:

@@ -48,6 +48,7 @@ from perception_safety.pipeline.breakdowns import (
     confusion_part,
     episode_samples,
     reduce_breakdowns,
+    sample_frames,
     size_band_parts,
     speed_band_parts,
 )
@@ -119,14 +120,15 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
         out["detection_ap_centre"] = centre_partial(
             frames, ep.episode, lambda label: names[i] if (i := mapper(label)) >= 0 else None
         )
-    samples = episode_samples(frames, cfg, source) if "pcd" in analyses else []
+    flat = sample_frames(frames, cfg, source) if "pcd" in analyses else None  # one flattening for every target
+    samples = episode_samples(flat, cfg, source) if flat is not None else []
     if samples:
         every = np.ones(len(frames), dtype=bool)
         out["pcd"] = {t.name: s.for_frames(every) for t, s in zip(cfg.evaluate.pcd_targets, samples, strict=True)}
     if SPEED_BAND in cfg.evaluate.breakdowns:
         out["speed_bands"] = speed_band_parts(frames, counted, cfg, source, samples)
     if SIZE_BAND in cfg.evaluate.breakdowns:
-        out["size_bands"] = size_band_parts(frames, counted, cfg, source)
+        out["size_bands"] = size_band_parts(frames, counted, cfg, source, flat)
     if "verification" in analyses and counted is not None:
         from perception_safety.pipeline.verdicts import verdict_part
 

@@ -35,20 +35,25 @@ class PartialError(PerceptionSafetyError):
 _MISSING = object()
 
 
-def pack_records(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"keys": [key lists], "common": {key: str value every record has}, "rows": [[key list, other values]]}``."""
+def pack_records(records: list[dict[str, Any]], shared: tuple[str, ...] = ()) -> dict[str, Any]:
+    """``{"keys": [key lists], "common": {key: value}, "rows": [[key list, other values]]}``: ``common`` holds the
+    keys of ``shared`` whose (string) value every record has."""
     first = records[0] if records else {}
-    common = {k: v for k, v in first.items()
-              if isinstance(v, str) and all(r.get(k, _MISSING) == v for r in records)}  # fmt: skip
+    common = {k: first[k] for k in shared
+              if isinstance(first.get(k), str) and all(r.get(k, _MISSING) == first[k] for r in records)}  # fmt: skip
     keysets: dict[tuple[str, ...], int] = {}
     rows = []
     for r in records:
         k = keysets.setdefault(tuple(r), len(keysets))
-        rows.append([k, *(v for key, v in r.items() if key not in common)])
+        rows.append([k, *(v for key, v in r.items() if key not in common)] if common else [k, *r.values()])
     return {"keys": [list(k) for k in keysets], "common": common, "rows": rows}
 
 
-def unpack_records(packed: Mapping[str, Any]) -> list[dict[str, Any]]:
+REF_SHARED = ("kind", "label", "detail", "bag", "topic", "episode")
+"""Keys of an evidence reference that are often the same in every reference of a cell (kept once when they are)."""
+
+
+def unpack_records(packed: Mapping[str, Any], _shared: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The records `pack_records` packed."""
     common = packed["common"]
     plans = [[(key, key in common) for key in keys] for keys in packed["keys"]]
@@ -68,13 +73,14 @@ def _episodes(partial: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
     yield from (ep for ep in (episodes if isinstance(episodes, list) else ()) if isinstance(ep, dict))
 
 
-def _lists(partial: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
-    """(holder, key) of every packed list of a partial: evidence references per cell, BBSL test cases per spec."""
+def _lists(partial: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], str, tuple[str, ...]]]:
+    """(holder, key, keys worth sharing) of every packed list of a partial: evidence references per cell, BBSL
+    test cases per spec."""
     for ep in _episodes(partial):
         for cell in (ep.get("evidence") or {}).get("cells", {}).values():
-            yield cell, "refs"
+            yield cell, "refs", REF_SHARED
         for spec in (ep.get("bbsl") or {}).values():
-            yield spec, "test_cases"
+            yield spec, "test_cases", ()
 
 
 COUNTS = ("class_cm", "prop_cm", "class_cm_pooled", "prop_cm_pooled")
@@ -117,10 +123,10 @@ def unpack_counts(value: Any) -> Any:
     return np.asarray(value["counts"], dtype=np.int64).reshape(value["shape"])
 
 
-def _convert(partial: dict[str, Any], records: Callable[[Any], Any], counts: Callable[[Any], Any]) -> dict[str, Any]:
-    for holder, key in _lists(partial):
+def _convert(partial: dict[str, Any], records: Callable[..., Any], counts: Callable[[Any], Any]) -> dict[str, Any]:
+    for holder, key, shared in _lists(partial):
         if key in holder:
-            holder[key] = records(holder[key])
+            holder[key] = records(holder[key], shared)
     for holder, key in _count_arrays(partial):
         holder[key] = counts(holder[key])
     return partial

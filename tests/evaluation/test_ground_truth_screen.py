@@ -80,3 +80,34 @@ def test_confusion_command_leaves_ignored_detections_out_and_says_so(tmp_path, c
     assert any("ignore region" in w for w in doc["warnings"])
     # KITTI's Pedestrian is in the default class map now: no unmapped ground truth
     assert not any("map to no evaluation class" in w for w in doc["warnings"])
+
+
+def test_screening_many_frames_is_screening_each_frame():
+    """`screen_frames` passes only the frames with something to screen through `screen_frame`; the result must be
+    that of screening every frame (random frames: ignore regions, zero-area, behind-camera and off-image objects,
+    with an image, a CameraInfo or no known size)."""
+    import numpy as np
+
+    from perception_safety.evaluation.ground_truth_screen import screen_frames
+
+    rng = np.random.default_rng(4)
+    frames = []
+    for i in range(400):
+        gts, dets = [], []
+        for _ in range(rng.integers(0, 4)):
+            x, y = rng.uniform(-150, 700), rng.uniform(-150, 500)
+            w, h = rng.choice([0.0, 20.0, 60.0]), rng.choice([0.0, 30.0, 80.0])
+            pos = None if rng.random() < 0.5 else (float(rng.choice([-3.0, 0.0, 12.0])), 0.0, 0.0)
+            box = Box(x, y, x + w, y + h)
+            gts.append(GroundTruthObject(box, "car", 10.0, position=pos, ignore=bool(rng.random() < 0.1)))
+            if rng.random() < 0.7:
+                dets.append(Detection(Box(x + 1, y, x + w + 2, y + h + 1), "car", 0.8))
+        kind = rng.integers(0, 3)
+        image = np.zeros((480, 640, 3), np.uint8) if kind == 0 else None
+        camera = Intrinsics.from_fov(640, 480, 90.0) if kind == 1 else None
+        frames.append(Frame(i, tuple(dets), tuple(gts), image=image, camera=camera))
+    got, counts = screen_frames(frames, 0.5)
+    want = [screen_frame(f, 0.5) for f in frames]
+    assert got == [w[0] for w in want]
+    assert counts.to_dict() == {k: sum(w[1].to_dict()[k] for w in want) for k in counts.to_dict()}
+    assert sum(g != f for g, f in zip(got, frames, strict=True)) > 50 and min(counts.to_dict().values()) > 0

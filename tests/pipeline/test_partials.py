@@ -28,14 +28,15 @@ def test_records_round_trip_with_their_key_order_and_values():
         {"kind": "missed", "stamp_ns": 9, "bag": "/b/x", "extra": [1, {"a": "b"}]},  # another key set and order
         {"stamp_ns": 11, "kind": "matched", "box": [0, 0, 1, 1], "distance_m": -0.0, "bag": "/b/x", "t": 2.5},
     ]
-    packed = pack_records([dict(r) for r in records])
-    assert packed["common"] == {"bag": "/b/x"}  # 'kind' differs once: not common
+    packed = pack_records([dict(r) for r in records], ("kind", "bag", "box"))
+    assert packed["common"] == {"bag": "/b/x"}  # 'kind' differs once: not common; only strings are shared
     back = unpack_records(json.loads(json.dumps(packed)))
     assert back == records and [list(r) for r in back] == [list(r) for r in records]
     assert json.dumps(back) == json.dumps(records)
     assert unpack_records(pack_records([])) == []
     one = [{"a": "x", "b": 1}]
-    assert pack_records(one)["common"] == {"a": "x"} and unpack_records(pack_records(one)) == one
+    assert pack_records(one, ("a",))["common"] == {"a": "x"} and unpack_records(pack_records(one, ("a",))) == one
+    assert pack_records(one)["common"] == {} and unpack_records(pack_records(one)) == one
 
 
 @pytest.fixture(scope="module")

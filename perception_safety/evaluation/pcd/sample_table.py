@@ -52,8 +52,9 @@ def _heights(boxes: list[tuple[float, float, float, float]]) -> np.ndarray:
 
 
 @dataclass
-class _Flat:
-    """The frames that hold ground truth, flattened (gt rows and box rows, each with its frame's row index)."""
+class SampleFrames:
+    """The frames that hold ground truth, flattened (gt rows and box rows, each with its frame's row index): what
+    every target's extraction reads (`flatten_frames` once, then `sample_table` per target and per size band)."""
 
     gt_boxes: list[tuple[float, float, float, float]]
     gt_class: list[str]
@@ -69,10 +70,14 @@ class _Flat:
     gt_kept: list[tuple[float, str]]
     """(distance, track id) of every ground-truth object, in order (the filter is applied later)."""
     frames: list[Frame]
+    input: str = "auto"
+    source: str = ""
 
 
-def _flatten(frames: Iterable[Frame], input: str, source: str) -> _Flat:
-    flat = _Flat([], [], [], [], [], [], [], [], [], [], [], [])
+def flatten_frames(frames: Iterable[Frame], input: str = "auto", source: str = "") -> SampleFrames:
+    """The frames flattened for `sample_table` (``input``, ``source``: as its arguments; `SampleError` for a frame
+    without candidates when ``input`` is raw)."""
+    flat = SampleFrames([], [], [], [], [], [], [], [], [], [], [], [], input, source)
     for i, frame in enumerate(frames):
         gts = frame.ground_truth
         if not gts:
@@ -101,7 +106,7 @@ def _flatten(frames: Iterable[Frame], input: str, source: str) -> _Flat:
     return flat
 
 
-def _pairs(flat: _Flat, class_aware: bool, iou_threshold: float,
+def _pairs(flat: SampleFrames, class_aware: bool, iou_threshold: float,
            bands: tuple[np.ndarray, np.ndarray] | None = None) -> tuple[np.ndarray, ...]:
     """Every (box, ground truth) pair of a frame, box-major then in ground-truth order: box index, gt index, IoU
     and whether the pair is admissible (IoU > 0, at least ``iou_threshold``, same class when class-aware).
@@ -127,7 +132,8 @@ def _pairs(flat: _Flat, class_aware: bool, iou_threshold: float,
 
 
 def _raw_y(
-    flat: _Flat, box: np.ndarray, gt: np.ndarray, ious: np.ndarray, ok: np.ndarray, y: np.ndarray, rows: np.ndarray
+    flat: SampleFrames, box: np.ndarray, gt: np.ndarray, ious: np.ndarray, ok: np.ndarray, y: np.ndarray,
+    rows: np.ndarray,
 ) -> None:
     """Raw input on the frames ``rows``: each box serves its most-overlapped admissible target (first on ties);
     a target's ``y`` is the largest IoU x score of the boxes it is served by (0 when none)."""
@@ -147,7 +153,7 @@ def _raw_y(
 
 
 def _thresholded_y(
-    flat: _Flat,
+    flat: SampleFrames,
     box: np.ndarray,
     gt: np.ndarray,
     ious: np.ndarray,
@@ -206,7 +212,7 @@ def input_kind(raw: np.ndarray, requested: str) -> str:
 
 
 def sample_table(
-    frames: Iterable[Frame],
+    frames: Iterable[Frame] | SampleFrames,
     class_id: str | None = None,
     track_id: str | None = None,
     iou_threshold: float = 0.0,
@@ -218,13 +224,19 @@ def sample_table(
 ) -> SampleTable:
     """The samples of `samples.samples_from_frames` before its sort by distance, with each one's frame and input.
 
-    ``size_edges``: the samples of every object-size band at once (`size_bands` of the box heights): each band's
-    samples are those of the frames with only that band's ground truth, detections and candidates, and
-    `SampleTable.band` says each sample's band.
+    ``frames`` may be already flattened (`flatten_frames`). ``size_edges``: the samples of every object-size band at
+    once (`size_bands` of the box heights): each band's samples are those of the frames with only that band's ground
+    truth, detections and candidates, and `SampleTable.band` says each sample's band.
     """
     if input not in ("auto", "raw", "thresholded"):
         raise ValueError(f"input must be auto, raw or thresholded, got {input!r}")
-    flat = _flatten(frames, input, source)
+    if isinstance(frames, SampleFrames):  # flattened once for several targets
+        if (frames.input, frames.source) != (input, source):
+            raise ValueError(f"frames flattened for input {frames.input!r} of {frames.source!r}, asked for {input!r} "
+                             f"of {source!r}")
+        flat = frames
+    else:
+        flat = flatten_frames(frames, input, source)
     bands = None
     if size_edges is not None:
         bands = (size_bands(_heights(flat.box_boxes), size_edges), size_bands(_heights(flat.gt_boxes), size_edges))

@@ -218,3 +218,18 @@ def test_frame_samples_of_size_bands_select_like_the_bands_frames() -> None:
     fs = FrameSamples.of(frames, t, cfg, "bag", edges)
     for k in range(3):
         assert fs.selected(fs.band == k) == pcd_parts([_only_band(f, edges, k) for f in frames], cfg, "bag")["c"]
+
+
+def test_frames_flattened_once_serve_every_target_and_band() -> None:
+    from perception_safety.evaluation.pcd.sample_table import flatten_frames
+
+    frames = _scene(np.random.default_rng(9), 120, 0.5)
+    flat = flatten_frames(frames, "auto", "bag")
+    for cls, edges in ((None, None), ("car", None), ("pedestrian", (0.0, 6.0, 10.0))):
+        a = sample_table(flat, cls, None, 0.3, True, "bag", "auto", "track", edges)
+        b = sample_table(frames, cls, None, 0.3, True, "bag", "auto", "track", edges)
+        for name in ("x", "y", "missed", "group", "frame", "raw", "band"):
+            assert (getattr(a, name) is None and getattr(b, name) is None) or \
+                getattr(a, name).tolist() == getattr(b, name).tolist()
+    with pytest.raises(ValueError, match="flattened for input 'auto'"):
+        sample_table(flat, input="raw", source="bag")
