@@ -1,8 +1,9 @@
 """One sqlite3 storage file of a rosbag2 bag (schema version 4 and later), read with the standard library.
 
 The same query as rosbags' reader (messages of the wanted topics ordered by timestamp) on a read-only, immutable
-connection; files of older schemas, or whose topics rosbags might read differently, are `Unhandled` (the caller then
-reads the bag with rosbags).
+connection, every row fetched before the first is yielded (at most `MAX_KEPT_BYTES` of them); files of older
+schemas, whose topics rosbags might read differently, damaged or larger files are `Unhandled` (the caller then reads
+the bag with rosbags).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from perception_safety.io.bag.mcap_file import Channel, Unhandled
+from perception_safety.io.bag.mcap_file import MAX_KEPT_BYTES, Channel, Unhandled
 
 _FORMATS = frozenset({"ros2msg", "ros2idl"})
 
@@ -46,8 +47,13 @@ class Sqlite3File:
         version = db.execute("SELECT schema_version FROM schema").fetchone()
         if version is None or not isinstance(version[0], int) or version[0] < 4:
             raise Unhandled(f"database schema version {version}")
-        if any(enc not in _FORMATS for (enc,) in db.execute("SELECT encoding FROM message_definitions")):
+        definitions = db.execute("SELECT topic_type, encoding, encoded_message_definition, type_description_hash "
+                                 "FROM message_definitions ORDER BY id").fetchall()  # all read, as rosbags reads them
+        if any(row[1] not in _FORMATS for row in definitions):
             raise Unhandled("message definition encoding")
+        db.execute("SELECT topics.id, count(messages.id) FROM topics LEFT JOIN messages ON topics.id = "
+                   "messages.topic_id GROUP BY topics.id").fetchall()  # the pages rosbags reads at opening
+        db.execute("SELECT MIN(timestamp), MAX(timestamp), COUNT(*) FROM messages").fetchall()
         out = {}
         rows = db.execute("SELECT id, name, type, serialization_format, offered_qos_profiles, type_description_hash "
                           "FROM topics ORDER BY id")
@@ -69,5 +75,15 @@ class Sqlite3File:
         query = ("SELECT topics.id, messages.timestamp, messages.data FROM messages JOIN topics ON "
                  f"messages.topic_id = topics.id WHERE topics.id IN ({','.join('?' * len(ids))}) {window}"
                  "ORDER BY timestamp")
-        rows = self._db.execute(query, [*ids, *bounds])
-        return ((wanted[cid], stamp, data) for cid, stamp, data in rows)
+        out, kept = [], 0
+        try:  # every row fetched here: a damaged file is found before the first message (then rosbags reads it)
+            for cid, stamp, data in self._db.execute(query, [*ids, *bounds]):
+                if not isinstance(stamp, int) or not isinstance(data, bytes):
+                    raise Unhandled("a message row with a timestamp or data of another type")
+                kept += len(data)
+                if kept > MAX_KEPT_BYTES:
+                    raise Unhandled(f"more than {MAX_KEPT_BYTES >> 20} MiB of wanted messages")
+                out.append((wanted[cid], stamp, data))
+        except sqlite3.Error as exc:
+            raise Unhandled(f"database: {exc}") from None
+        return iter(out)

@@ -135,8 +135,8 @@ class FastBag(OpenBag):
         if self._fallback is None:
             try:  # every check of every file before the first message: a fallback never starts half-way
                 plans = [s.plan(_channel_map(s.channels.values(), wanted), start, stop) for s in self._storages]
-            except Unhandled as why:
-                self.note = f"{self.path}: read with rosbags: {why}"
+            except Exception as exc:  # Unhandled, or a surprise: rosbags' reading (and its errors) is the reference
+                self.note = f"{self.path}: read with rosbags: {_reason(exc)}"
                 LOG.debug(self.note)
                 self._fallback = RosbagsBag(self.path, self.note)
             else:
@@ -251,9 +251,12 @@ def open_bag(path: str | Path) -> OpenBag:
         if not isinstance(meta, dict):
             raise Unhandled("no rosbag2_bagfile_information in metadata.yaml")
         return FastBag(path, meta)
-    except Unhandled as why:
-        note = f"{path}: read with rosbags: {why}"
-    except OSError as exc:
-        note = f"{path}: read with rosbags: {exc}"
+    except Exception as exc:  # Unhandled, or a surprise: rosbags' reading (and its errors) is the reference
+        note = f"{path}: read with rosbags: {_reason(exc)}"
     LOG.debug(note)
     return RosbagsBag(path, note)
+
+
+def _reason(exc: Exception) -> str:
+    """Why our reader handed a bag to rosbags (an unexpected error named by its type)."""
+    return str(exc) if isinstance(exc, Unhandled) else f"{type(exc).__name__}: {exc}"

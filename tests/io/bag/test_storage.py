@@ -148,3 +148,43 @@ def test_select_bags_and_the_reader_share_one_parse_of_metadata_yaml(tmp_path):
     with open_bag(bag) as opened:
         assert isinstance(opened, FastBag)
     assert storage._parsed.cache_info().misses == 1
+
+
+def test_damaged_sqlite3_files_end_exactly_as_with_rosbags(tmp_path):
+    """Truncated and byte-changed .db3 files: the same messages, or the same error text as rosbags."""
+    bag = write_bag(tmp_path / "bag", random_messages(40, seed=6, image_bytes=3000), "sqlite3")
+    path = next(bag.glob("*.db3"))
+    clean = path.read_bytes()
+    rng = np.random.default_rng(8)
+    outcomes = set()
+    for trial in range(60):
+        data = bytearray(clean)
+        if trial % 3 == 0:
+            data = data[: int(rng.integers(100, len(data)))]
+        else:
+            for _ in range(int(rng.integers(1, 30))):
+                data[int(rng.integers(100, len(data)))] = int(rng.integers(0, 256))
+        path.write_bytes(bytes(data))
+        want = _outcome(lambda: reference(bag))
+        got = _outcome(lambda: ours(bag))
+        got = got if got[0] == "error" else ("ok", got[1][0])
+        assert got == want, (trial, got[0], want[0], got[1] if got[0] == "error" else "", want[1] if want[0] ==
+                             "error" else "")
+        outcomes.add(want[0])
+    assert outcomes == {"ok", "error"}
+
+
+def test_a_surprise_in_our_reader_hands_the_bag_to_rosbags_and_says_so(tmp_path, monkeypatch):
+    from perception_safety.io.bag import mcap_file
+
+    bag = write_bag(tmp_path / "bag", random_messages(10))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug of ours")
+
+    monkeypatch.setattr(mcap_file.McapFile, "plan", broken)
+    got, note, _ = ours(bag)
+    assert got == reference(bag) and "RuntimeError: a bug of ours" in note
+    monkeypatch.setattr(mcap_file.McapFile, "__init__", broken)
+    got, note, kind = ours(bag)
+    assert kind is RosbagsBag and got == reference(bag) and "RuntimeError: a bug of ours" in note
