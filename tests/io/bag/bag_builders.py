@@ -68,3 +68,57 @@ def _box(rng: np.random.Generator) -> tuple[float, float, float, float]:
     x, y = rng.uniform(0, 600, 2)
     w, h = rng.uniform(1, 80, 2)
     return x, y, x + w, y + h
+
+
+def recompress_mcap(path: Path, name: str, compress, decompress) -> None:
+    """Rewrite an MCAP file written by rosbags with every chunk compressed as ``name`` (``compress``); the old chunks
+    are read back with ``decompress`` (identity for uncompressed ones). Chunk indexes and the footer follow the new
+    offsets; summary offset records are dropped (the footer then says there are none)."""
+    import struct
+
+    data = path.read_bytes()
+    summary_start = struct.unpack_from("<Q", data, len(data) - 8 - 20)[0]
+
+    def records(pos: int, stop: int):
+        while pos < stop:
+            op, length = struct.unpack_from("<BQ", data, pos)
+            yield pos, op, data[pos + 9 : pos + 9 + length]
+            pos += 9 + length
+
+    def string(body: bytes, pos: int) -> tuple[bytes, int]:
+        n = struct.unpack_from("<I", body, pos)[0]
+        return body[pos + 4 : pos + 4 + n], pos + 4 + n
+
+    moved: dict[int, int] = {}
+    out = bytearray(data[:8])
+    for pos, op, body in records(8, summary_start):
+        moved[pos] = len(out)
+        if op == 0x06:
+            head = body[:28]
+            _, at = string(body, 28)
+            raw = decompress(body[at + 8 :])
+            packed = compress(raw)
+            body = head + struct.pack("<I", len(name)) + name.encode() + struct.pack("<Q", len(packed)) + packed
+        if op == 0x0F:
+            body = struct.pack("<I", 0)
+        out += struct.pack("<BQ", op, len(body)) + body
+    new_summary = len(out)
+    for _, op, body in records(summary_start, len(data) - 8 - 29):
+        if op == 0x0E:
+            continue
+        if op == 0x08:
+            start, end, offset, _ = struct.unpack_from("<QQQQ", body)
+            n = struct.unpack_from("<I", body, 32)[0]
+            table = [struct.unpack_from("<HQ", body, 36 + k) for k in range(0, n, 10)]
+            index_length = struct.unpack_from("<Q", body, 36 + n)[0]
+            _, at = string(body, 44 + n)
+            size = struct.unpack_from("<Q", body, at + 8)[0]
+            chunk_len = struct.unpack_from("<Q", out, moved[offset] + 1)[0] + 9
+            packed_len = chunk_len - 9 - 40 - len(name)
+            body = (struct.pack("<QQQQI", start, end, moved[offset], chunk_len, n)
+                    + b"".join(struct.pack("<HQ", ch, moved[off]) for ch, off in table)
+                    + struct.pack("<QI", index_length, len(name)) + name.encode()
+                    + struct.pack("<QQ", packed_len, size))
+        out += struct.pack("<BQ", op, len(body)) + body
+    out += struct.pack("<BQQQI", 0x02, 20, new_summary, 0, 0) + data[-8:]
+    path.write_bytes(bytes(out))

@@ -104,9 +104,11 @@ def _outcome(fn):
         return "error", str(exc)
 
 
-def test_damaged_mcap_files_end_exactly_as_with_rosbags(tmp_path):
-    """Random byte changes and truncations of a small MCAP file: the same messages, or the same error text."""
-    bag = write_bag(tmp_path / "bag", random_messages(12, seed=5))
+@pytest.mark.parametrize("compression", [CompressionMode.NONE, CompressionMode.STORAGE])
+def test_damaged_mcap_files_end_exactly_as_with_rosbags(tmp_path, compression):
+    """Random byte changes and truncations of a small MCAP file (uncompressed or zstd chunks): the same messages,
+    or the same error text."""
+    bag = write_bag(tmp_path / "bag", random_messages(12, seed=5), "mcap", compression)
     path = next(bag.glob("*.mcap"))
     clean = path.read_bytes()
     rng = np.random.default_rng(7)
@@ -126,7 +128,8 @@ def test_damaged_mcap_files_end_exactly_as_with_rosbags(tmp_path):
             fast += got[1][2] is FastBag and got[1][1] == ""
             got = ("ok", got[1][0])
         assert got == want, (trial, got if got[0] == "error" else "messages differ", want[0])
-    assert fast > 50  # most damage is inside message bytes: read by our reader, bytes as damaged as rosbags'
+    # uncompressed: most damage is inside message bytes, read by our reader as damaged as rosbags reads them
+    assert fast > (50 if compression == CompressionMode.NONE else 5)
 
 
 def test_metadata_is_parsed_once_per_file_version(tmp_path):
@@ -188,3 +191,31 @@ def test_a_surprise_in_our_reader_hands_the_bag_to_rosbags_and_says_so(tmp_path,
     monkeypatch.setattr(mcap_file.McapFile, "__init__", broken)
     got, note, kind = ours(bag)
     assert kind is RosbagsBag and got == reference(bag) and "RuntimeError: a bug of ours" in note
+
+
+@pytest.mark.parametrize("name", ["lz4", "zstd", ""])
+def test_chunks_compressed_otherwise_read_as_rosbags_reads_them(tmp_path, name):
+    """rosbags' writer makes uncompressed or zstd chunks; ``ros2 bag`` may write lz4 ones: the same file rewritten
+    with lz4 (and back to zstd / uncompressed) chunks reads the same through both readers."""
+    import lz4.frame
+
+    from tests.io.bag.bag_builders import recompress_mcap
+
+    try:
+        from compression import zstd  # type: ignore[import-not-found]
+    except ImportError:
+        from backports import zstd
+    compress = {"lz4": lz4.frame.compress, "zstd": zstd.compress, "": bytes}[name]
+    bag = write_bag(tmp_path / "bag", random_messages(60, seed=9, image_bytes=30_000), "mcap", CompressionMode.STORAGE)
+    want = reference(bag)
+    recompress_mcap(next(bag.glob("*.mcap")), name, compress, zstd.decompress)
+    assert reference(bag) == want  # the rewritten file is a valid MCAP file for rosbags
+    from perception_safety.io.bag.mcap_file import McapFile
+
+    f = McapFile(next(bag.glob("*.mcap")))
+    try:
+        assert len(f.chunks) >= 2 and {c.compression for c in f.chunks} == {name}
+    finally:
+        f.close()
+    got, note, kind = ours(bag)
+    assert kind is FastBag and note == "" and got == want
