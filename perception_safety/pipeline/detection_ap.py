@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.ground_distance import detection_distances
 from perception_safety.evaluation.detection_ap.batch import records_from_batch
@@ -31,4 +33,12 @@ def ap_partial(batch: FrameBatch, cfg: EvaluateConfig) -> dict[str, Any]:
 
 def reduce_ap(partials: Sequence[dict[str, Any]]) -> APRecords | None:
     """All partials' records in input order (None when no partial carries any)."""
-    return merge_records([APRecords.from_json(p["detection_ap"]) for p in partials if "detection_ap" in p])
+    return merge_records([_records(p["detection_ap"]) for p in partials if "detection_ap" in p])
+
+
+def _records(d: dict[str, Any]) -> APRecords:
+    """`APRecords.from_json`, the TP/FP masks taken as read (`pipeline.partials` gives them as arrays: one
+    ``tolist`` each instead of a copy per detection)."""
+    rec = APRecords.from_json({**d, "tp": [], "fp": []})
+    rec.tp, rec.fp = (m.tolist() if isinstance(m, np.ndarray) else list(m) for m in (d["tp"], d["fp"]))
+    return rec

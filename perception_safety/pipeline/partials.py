@@ -3,13 +3,15 @@
 Evidence references and BBSL test cases are lists of objects with the same keys, and every reference of an
 episode repeats its input's path, image topic and episode: written as objects, keys and those strings were over
 half of a partial's bytes. The confusion counts (the episode's, each band's, each verdict's, and per episode for
-the cluster-aware intervals) are small nested lists, each a Python list to build when the reduce decodes them: most
-of its JSON decode time (issue 27). Format ``perception_safety.partial/3`` writes each record list packed
-(`pack_records`: the distinct key lists once, the values every record shares once, one row per record) and each
-count array flat (``{"shape": [...], "counts": [...]}``). `read_partial` restores the records exactly (same keys in
-the same order, same values) and the counts as int64 arrays (their readers take any array-like), so the reduce
-reads what the map built; a partial of format ``/2`` (written out in full) is read as it is, any other format is
-refused by name.
+the cluster-aware intervals) and AP's per-detection TP/FP masks are small nested lists, each a Python list to
+build when the reduce decodes them: most of its JSON decode time (issue 27).
+
+Format ``perception_safety.partial/3`` writes each record list packed (`pack_records`: the distinct key lists
+once, the values every record of a list shares once, one row per record) and each count or mask array flat
+(``{"shape": [...], "counts": [...]}``). `read_partial` restores the records exactly (same keys in the same order,
+same values) and the arrays as int64 numpy arrays (their readers take any array-like), so the reduce reads what
+the map built. A partial of format ``/2`` (written out in full) is read as it is; any other format is refused by
+name.
 """
 
 from __future__ import annotations
@@ -90,7 +92,8 @@ CLUSTER_COUNTS = ("frames", "class_cm", "class_cm_pooled", "unmatched")
 
 
 def _count_arrays(partial: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
-    """(holder, key) of every confusion count array of a partial: the episode's, each band's and each verdict's."""
+    """(holder, key) of every integer array of a partial: the confusion counts (the episode's, each band's, each
+verdict's) and AP's TP/FP masks."""
     for ep in _episodes(partial):
         parts = [ep.get("confusion")]
         for bands in ("speed_bands", "size_bands"):
@@ -103,6 +106,9 @@ def _count_arrays(partial: Mapping[str, Any]) -> Iterator[tuple[dict[str, Any], 
                 clusters = part.get("clusters")
                 if isinstance(clusters, dict):
                     yield from ((clusters, key) for key in CLUSTER_COUNTS if key in clusters)
+        ap = ep.get("detection_ap")
+        if isinstance(ap, dict):  # the per-detection TP/FP bit masks (one row of range masks per detection)
+            yield from ((ap, key) for key in ("tp", "fp") if key in ap)
 
 
 def pack_counts(value: Any) -> Any:

@@ -45,7 +45,8 @@ def partial(recorded_bags):
     root, _, config = recorded_bags
     cfg, _ = load_evaluate_config(config)
     cfg = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={
-        "evidence_per_cell": 5, "breakdowns": ["ego_speed_band", "object_size_band", "weather"]})})
+        "evidence_per_cell": 5, "breakdowns": ["ego_speed_band", "object_size_band", "weather"],
+        "analyses": [*cfg.evaluate.analyses, "detection_ap"]})})
     return analyse_input(MapInput(str(root / "run0"), "bag", {"weather": "rain"}), cfg), cfg
 
 
@@ -58,7 +59,7 @@ def test_a_partial_reads_back_exactly_and_smaller(partial):
     text = partial_text(json.loads(before))
     back = read_partial(text, "p.json")
     counts = [a for a in _arrays(back) if isinstance(a, np.ndarray)]
-    assert len(counts) > 30 and all(a.dtype == np.int64 for a in counts)  # confusion counts come back as arrays
+    assert len(counts) > 30 and all(a.dtype == np.int64 for a in counts)  # counts and masks come back as arrays
     assert json.dumps(back, default=np.ndarray.tolist) == before  # same keys, same order, same values
     assert len(text) < 0.8 * len(before)
     old = json.loads(before)
@@ -66,6 +67,8 @@ def test_a_partial_reads_back_exactly_and_smaller(partial):
     assert read_partial(json.dumps(old), "old.json") == old
     red_new, red_old = reduce_partials([back], cfg), reduce_partials([old], cfg)
     assert red_new.evidence == red_old.evidence and red_new.bbsl == red_old.bbsl
+    assert len(red_new.detection_ap.tp) > 50 and red_new.detection_ap.to_json() == red_old.detection_ap.to_json()
+    assert all(type(v) is int for row in red_new.detection_ap.tp for v in row)  # plain ints, as from JSON
     for a, b in ((red_new.confusion, red_old.confusion),
                  *((g.confusion(), red_old.breakdowns[attr][v].confusion())
                    for attr, groups in red_new.breakdowns.items() for v, g in groups.items())):
