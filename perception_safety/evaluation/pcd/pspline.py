@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 import numpy as np
@@ -32,8 +33,10 @@ class SplineFitError(PerceptionSafetyError):
     """The data cannot support the requested P-spline fit."""
 
 
+@lru_cache(maxsize=64)
 def uniform_knots(n_splines: int = 10, degree: int = 3, last_knot_eps: float = 0.0) -> np.ndarray:
-    """Knot vector on the unit interval: ``n_splines - degree`` equal spans, extended by ``degree`` spans per side."""
+    """Knot vector on the unit interval: ``n_splines - degree`` equal spans, extended by ``degree`` spans per side
+    (read-only, made once per shape: every fit of a bootstrap asks for the same)."""
     if degree < 0 or n_splines < degree + 1:
         raise SplineFitError(f"n_splines ({n_splines}) must be at least degree + 1 ({degree + 1})")
     inner = np.linspace(0.0, 1.0, n_splines - degree + 1)
@@ -41,6 +44,7 @@ def uniform_knots(n_splines: int = 10, degree: int = 3, last_knot_eps: float = 0
     ext = np.arange(1, degree + 1) * step
     knots = np.r_[-ext[::-1], inner, 1.0 + ext]
     knots[-1] += last_knot_eps
+    knots.flags.writeable = False
     return knots
 
 
@@ -48,9 +52,23 @@ def design(u: np.ndarray, knots: np.ndarray, degree: int = 3):
     """Sparse design matrix of the B-splines at ``u`` already inside the knot range (clipped by every caller).
 
     ``extrapolate=True`` only skips scipy's range check, which iterates the array in Python (``min(x)``): ~15 % of
-    a bootstrap resample at 20k points (issue 27); inside the range the matrix is the same, bit for bit.
+    a bootstrap resample at 20k points (issue 27); inside the range the matrix is the same, bit for bit. Up to
+    `CACHED_POINTS` points the last few matrices are kept (a segment fit and its residuals evaluate the same
+    ``u``; scipy's set-up is most of the cost there); callers never modify it.
     """
-    return BSpline.design_matrix(u, knots, degree, extrapolate=True)
+    u = np.asarray(u, dtype=np.float64)
+    if u.size > CACHED_POINTS:
+        return BSpline.design_matrix(u, knots, degree, extrapolate=True)
+    return _design(u.tobytes(), np.asarray(knots, dtype=np.float64).tobytes(), degree)
+
+
+#: Points up to which `design` keeps its matrices (the bootstrap's cells; larger inputs are costed by their size).
+CACHED_POINTS = 4096
+
+
+@lru_cache(maxsize=8)
+def _design(u: bytes, knots: bytes, degree: int):
+    return BSpline.design_matrix(np.frombuffer(u), np.frombuffer(knots), degree, extrapolate=True)
 
 
 def bspline_basis(u: np.ndarray, knots: np.ndarray, degree: int = 3) -> np.ndarray:
@@ -62,10 +80,14 @@ def bspline_basis(u: np.ndarray, knots: np.ndarray, degree: int = 3) -> np.ndarr
     return design(u, knots, degree).toarray()
 
 
+@lru_cache(maxsize=64)
 def difference_penalty(n_coefs: int, order: int = 2) -> np.ndarray:
-    """``D'D`` for the ``order``-th difference operator ``D``: ``beta' D'D beta = sum (Delta^order beta)^2`` (eq. 4)."""
+    """``D'D`` for the ``order``-th difference operator ``D``: ``beta' D'D beta = sum (Delta^order beta)^2`` (eq. 4)
+    (read-only, made once per shape)."""
     d = np.diff(np.eye(n_coefs), n=order, axis=0)
-    return d.T @ d
+    out = d.T @ d
+    out.flags.writeable = False
+    return out
 
 
 @dataclass(frozen=True)
