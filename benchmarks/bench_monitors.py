@@ -5,8 +5,9 @@ Run: ``.venv/bin/python benchmarks/bench_monitors.py [--repeats 30]``
 Measures (absolute times and ratios, all in this run; the best of ``--repeats`` and the median):
 - contrast monitor (row-variance statistic) at 640x480, 1280x720, 1920x1080, against one ``np.copy``
   of the same frame (the memory-bandwidth floor), against its own luma conversion alone (``luma8``, the pass the
-  exact statistic cannot skip) and against the direct ``np.var(luma, axis=1).mean()``; at 1080p also on cold
-  frames (each call on another of 16 distinct frames, read from memory as in a node);
+  exact statistic cannot skip) and against the direct ``np.var(luma, axis=1).mean()``; at 1080p the floor (the luma
+  conversion alone ÷ the copy), the conversion with and without IPP / OpenCV's SIMD dispatch, and cold frames
+  (each call on another of 16 distinct frames, read from memory as in a node);
 - plausibility monitor on frames with 50 watched boxes, against one ``match_boxes`` call on 50x50 boxes
   (the Hungarian association it performs once per frame);
 - every perturbation at its middle level on a 1280x720 frame, against one ``np.copy``.
@@ -63,7 +64,27 @@ def bench_contrast(repeats: int) -> None:
             f"{m_best / l_best:>7.2f} {v_best * 1e3:>10.3f} {v_best / c_best:>7.2f}   median: copy {c_med * 1e3:.3f}, "
             f"luma {l_med * 1e3:.3f}, monitor {m_med * 1e3:.3f} ({m_med / c_med:.2f}x copy, {m_med / l_med:.2f}x luma)"
         )
+    print(f"floor at 1920x1080: the luma conversion alone is {l_best / c_best:.2f}x the copy (best), "
+          f"{l_med / c_med:.2f}x (median); the statistic needs every pixel's rounded luma (DESIGN.md)")
+    bench_luma_paths(img, repeats)
     bench_contrast_cold(repeats)
+
+
+def bench_luma_paths(img: np.ndarray, repeats: int) -> None:
+    """The luma conversion's own paths on one frame: as used (IPP and SIMD dispatch on), without IPP, without
+    OpenCV's optimised code; each checked to give the same luma."""
+    ref = luma8(img)
+    rows = []
+    for name, ipp, optimized in (("as used", True, True), ("IPP off", False, True), ("SIMD/IPP off", True, False)):
+        cv2.ipp.setUseIPP(ipp)
+        cv2.setUseOptimized(optimized)
+        try:
+            assert np.array_equal(luma8(img), ref), name
+            rows.append(f"{name} {timeit(lambda: luma8(img), repeats)[0] * 1e3:.3f} ms")
+        finally:
+            cv2.ipp.setUseIPP(True)
+            cv2.setUseOptimized(True)
+    print(f"luma conversion paths, {img.shape[1]}x{img.shape[0]} (best): " + ", ".join(rows))
 
 
 def bench_contrast_cold(repeats: int, n_frames: int = 16) -> None:

