@@ -11,21 +11,25 @@ stamp is wanted, then streams the image topic once and decodes only the images w
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 
-from perception_safety.core.types import Frame
+from perception_safety.core.types import Frame, InvalidValueError
 from perception_safety.io import bag_messages as bm
 from perception_safety.io.bag import BagError, BagReadReport, BagTopics, read_frames
 from perception_safety.io.bag.reading import _read_open
 from perception_safety.io.bag.storage import OpenBag, open_bag
+from perception_safety.io.image_codec import jpeg_size
 from perception_safety.io.typestore import ros2_typestore
 
 _DECODE = {bm.IMAGE_TYPE: bm.image_from_msg, bm.COMPRESSED_IMAGE_TYPE: bm.compressed_image_from_msg}
+Coarse = Callable[[int, tuple[int, int]], float]
+"""(stamp, (width, height)) -> how many times smaller the frame's picture will be shown (`frames_in_windows`)."""
 
 
 def _header_stamp(raw: bytes | memoryview) -> int | None:
@@ -66,8 +70,9 @@ def images_at(bag: str | Path, topic: str | Sequence[str], stamps: Iterable[int]
 
 
 def _decode_wanted(bag: str | Path, reader: OpenBag | _Window, conns: list, wanted: np.ndarray, tolerance_ns: int,
-                   out: dict[int, np.ndarray]) -> None:
-    """Decode into ``out`` the first image of ``conns`` within the tolerance of each wanted stamp."""
+                   out: dict[int, np.ndarray], coarse: Coarse | None = None) -> None:
+    """Decode into ``out`` the first image of ``conns`` within the tolerance of each wanted stamp (``coarse``: see
+    `frames_in_windows`)."""
     if conns[0].msgtype not in _DECODE:
         raise BagError(f"{bag}: topic {conns[0].topic} has type {conns[0].msgtype}, expected an image")
     store = ros2_typestore()
@@ -83,7 +88,9 @@ def _decode_wanted(bag: str | Path, reader: OpenBag | _Window, conns: list, want
         if target in out:
             continue
         try:
-            out[target] = _DECODE[conn.msgtype](store.deserialize_cdr(memoryview(raw), conn.msgtype))
+            msg = store.deserialize_cdr(memoryview(raw), conn.msgtype)
+            image = _coarse_jpeg(msg, target, coarse) if coarse is not None else None
+            out[target] = image if image is not None else _DECODE[conn.msgtype](msg)
         except Exception:  # a corrupt image: the frame is shown without a picture
             continue
         if len(out) == wanted.size:
@@ -122,13 +129,17 @@ class _Window:
 
 
 def frames_in_windows(bag: str | Path, windows: Mapping[int, Sequence[int]], topics: BagTopics | None = None,
-                      tolerance_ns: int = 0, image_topic: str | None = None) -> dict[int, Frame]:
+                      tolerance_ns: int = 0, image_topic: str | None = None, coarse: Coarse | None = None
+                      ) -> dict[int, Frame]:
     """The frames of ``bag`` at the wanted anchor stamps (``windows``: stamp -> recording window ``(first, last)``
     log time), each with its image when the bag has one, reading only the messages logged in the windows.
 
     The frame is the one `read_frames` assembles (its messages are all in the window and the nearest of all is the
     nearest of those); its image is the first image message with the frame's stamp (within the tolerance) in the
-    window, else in the window widened by `IMAGE_SEARCH_NS`, else anywhere on the topic.
+    window, else in the window widened by `IMAGE_SEARCH_NS`, else anywhere on the topic. With ``coarse`` (stamp,
+    (width, height) -> how much smaller the picture will be shown) a JPEG image is decoded at 1/2, 1/4 or 1/8 of
+    its size, the coarsest not beyond that (libjpeg scales while decoding: about half the cost), so the frame's
+    image is smaller than its boxes' pixel grid by the ratio of the shapes (`report.overlay` ``full_size``).
     """
     topics = topics or BagTopics()
     names = [image_topic] if image_topic is not None else [topics.image, topics.image + "/compressed"]
@@ -146,23 +157,45 @@ def frames_in_windows(bag: str | Path, windows: Mapping[int, Sequence[int]], top
                      if f.stamp_ns == stamp]
             if found:
                 out[stamp] = replace(found[-1], image=_image_near(bag, reader, conns, stamp, int(lo), int(hi),
-                                                                  tolerance_ns))
+                                                                  tolerance_ns, coarse))
     finally:
         reader.close()
     return out
 
 
 def _image_near(bag: str | Path, reader: OpenBag, conns: list, stamp: int, lo: int, hi: int,
-                tolerance_ns: int) -> np.ndarray | None:
+                tolerance_ns: int, coarse: Coarse | None = None) -> np.ndarray | None:
     """The image of the frame at ``stamp`` logged nearest its window ``[lo, hi]`` (`frames_in_windows`)."""
     if not conns:
         return None
     wanted = np.asarray([stamp], dtype=np.int64)
     for margin in IMAGE_SEARCH_NS:
         got: dict[int, np.ndarray] = {}
-        _decode_wanted(bag, _Window(reader, lo - margin, hi + margin + 1), conns, wanted, tolerance_ns, got)
+        _decode_wanted(bag, _Window(reader, lo - margin, hi + margin + 1), conns, wanted, tolerance_ns, got, coarse)
         if got:
             return got[stamp]
     got = {}
-    _decode_wanted(bag, reader, conns, wanted, tolerance_ns, got)
+    _decode_wanted(bag, reader, conns, wanted, tolerance_ns, got, coarse)
     return got.get(stamp)
+
+
+_REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
+
+
+def _coarse_jpeg(msg: Any, stamp: int, coarse: Coarse) -> np.ndarray | None:
+    """A CompressedImage's JPEG decoded at 1/factor, RGB (the largest of 2, 4, 8 not above ``coarse(stamp,
+    size)``); None when it is not a JPEG or no factor applies (the caller decodes it fully)."""
+    data = getattr(msg, "data", None)
+    if data is None or len(data) < 4 or bytes(data[:2]) != b"\xff\xd8":
+        return None
+    try:
+        size = jpeg_size(data)
+    except InvalidValueError:
+        return None  # the full decoder judges it
+    factor = max((f for f in _REDUCED if f <= coarse(stamp, size)), default=1)
+    if factor == 1:
+        return None
+    small = cv2.imdecode(np.frombuffer(data, np.uint8), _REDUCED[factor])
+    if small is None:
+        raise InvalidValueError("compressed image: cannot decode")
+    return cv2.cvtColor(small, cv2.COLOR_BGR2RGB)

@@ -8,13 +8,13 @@ report's evidence thumbnails, so a reviewer watches exactly what the node would 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import cv2
 import numpy as np
 
 from perception_safety.core.matching import match_boxes
-from perception_safety.core.types import Frame
+from perception_safety.core.types import Box, Frame
 from perception_safety.monitors.base import Level, MonitorResult
 from perception_safety.monitors.config import MonitorsConfig
 
@@ -85,6 +85,15 @@ def _label(img: np.ndarray, text: str, x: float, y: float, colour: tuple[int, in
 
 def _box(img: np.ndarray, b: Sequence[float], colour: tuple[int, int, int], thick: int) -> None:
     cv2.rectangle(img, _pt(b[0], b[1]), _pt(b[2], b[3]), colour, thick, cv2.LINE_8)
+
+
+def scaled_frame(frame: Frame, sx: float, sy: float) -> Frame:
+    """``frame`` with its detections' and ground truth's boxes scaled (for an image decoded smaller)."""
+    def box(b: Box) -> Box:
+        return Box(b.x_min * sx, b.y_min * sy, b.x_max * sx, b.y_max * sy)
+
+    return replace(frame, detections=tuple(replace(d, box=box(d.box)) for d in frame.detections),
+                   ground_truth=tuple(replace(g, box=box(g.box)) for g in frame.ground_truth))
 
 
 def region_polygons(frame: Frame, config: MonitorsConfig, size: tuple[int, int]) -> dict[str, np.ndarray]:
@@ -190,10 +199,13 @@ def draw_overlay(
     truth: TruthStyle | None = DEFAULT_TRUTH,
     legend: bool = True,
     text_scale: float = 1.0,
+    full_size: tuple[int, int] | None = None,
 ) -> np.ndarray:
     """An HxWx3 RGB uint8 picture of one frame's monitoring (the frame's image, or grey ``size`` without one).
 
     ``text_scale`` enlarges labels and lines (for a picture that will be shown scaled down, e.g. a thumbnail).
+    ``full_size`` (width, height): the frame's image was decoded smaller than that (a thumbnail's coarse decode):
+    boxes, regions, labels and lines are placed and sized for the full image and drawn scaled to this one.
 
     With ``truth`` and ground truth in the frame, detections are drawn as matched/false and objects as found/missed;
     otherwise detections are coloured by whether the monitors watch their class.
@@ -205,10 +217,16 @@ def draw_overlay(
     else:
         img = np.full((size[1], size[0], 3), 64, np.uint8)
     h = img.shape[0]
-    scale, thick = _scale(h)
-    scale, thick = scale * text_scale, max(1, round(thick * text_scale))
+    full_w, full_h = full_size or (img.shape[1], h)
+    sx, sy = img.shape[1] / full_w, h / full_h
+    scale, thick = _scale(full_h)
+    scale, thick = scale * text_scale * sy, max(1, round(max(1, round(thick * text_scale)) * sy))
     # regions (resolved for this image and camera): warning translucent, danger and stop region outlined
-    outlines = _outlines(frame, config, img)
+    if full_size is None:
+        outlines = _outlines(frame, config, img)
+    else:
+        outlines = {k: np.asarray(v, float) * (sx, sy) for k, v in region_polygons(frame, config, full_size).items()}
+        frame = scaled_frame(frame, sx, sy)
     if "warning" in outlines:
         poly = np.round(outlines["warning"]).astype(np.int32)
         tint = img.copy()

@@ -63,21 +63,26 @@ def _window(shape: Sequence[int], box: Sequence[float] | None, aspect: float = 4
 
 
 def draw_reference(frame: Frame, ref: Mapping[str, Any], monitors: MonitorsConfig, truth: TruthStyle,
-                   width: int = 240, crop: bool = True) -> bytes:
+                   width: int = 240, crop: bool = True, full_size: tuple[int, int] | None = None) -> bytes:
     """One referenced frame drawn and (with ``crop``) cut around the reference's box, ``width`` px wide (0: as
     large as the window): JPEG for a cropped thumbnail, PNG for a whole frame (with the legend).
 
     Labels are drawn at the size they will have in the picture (the overlay's text scaled by the shrink factor).
+    ``full_size`` (width, height): the image was decoded smaller (`frames_in_windows` ``coarse``); the window, the
+    labels and the picture's size are those of the full image.
     """
     assert frame.image is not None
-    x0, y0, cw, ch = _window(frame.image.shape, ref.get("box") if crop else None)
+    full_h, full_w = (full_size[1], full_size[0]) if full_size else frame.image.shape[:2]
+    x0, y0, cw, ch = _window((full_h, full_w), ref.get("box") if crop else None)
     width = width or cw
     shrink = cw / width
     img = draw_overlay(frame, (), monitors, None, None, truth=truth, legend=not crop,
-                       text_scale=max(0.5, shrink * THUMB_TEXT / (0.8 * max(0.3, frame.image.shape[0] / 900))))
-    img = img[y0:y0 + ch, x0:x0 + cw]
-    if width != cw:
-        img = cv2.resize(img, (width, max(1, round(ch / shrink))), interpolation=cv2.INTER_AREA)
+                       text_scale=max(0.5, shrink * THUMB_TEXT / (0.8 * max(0.3, full_h / 900))), full_size=full_size)
+    sx, sy = img.shape[1] / full_w, img.shape[0] / full_h
+    img = img[round(y0 * sy):round((y0 + ch) * sy), round(x0 * sx):round((x0 + cw) * sx)]
+    size = (width, max(1, round(ch / shrink)))
+    if img.shape[1::-1] != size:
+        img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
     if crop:
         return encode_jpeg(img, 72)
     return cv2.imencode(".png", cv2.cvtColor(img, cv2.COLOR_RGB2BGR))[1].tobytes()
@@ -103,11 +108,31 @@ def _window_of(ref: Mapping[str, Any]) -> tuple[int, int] | None:
     return (int(w[0]), int(w[1])) if isinstance(w, (list, tuple)) and len(w) == 2 else None
 
 
-def read_referenced(refs: Sequence[Mapping[str, Any]], topics: BagTopics, tolerance_ns: int = 0
+def _shrink(refs: Sequence[Mapping[str, Any]], widths: Sequence[int], crop: bool,
+            full: dict[tuple[str, int], tuple[int, int]]):
+    """(bag, stamp, image size) -> how many times smaller than the image the frame is shown at least: the
+    smallest crop window / width over the references to it (`draw_reference`; 1 for a whole frame at full size).
+    Each image's full size is noted in ``full``."""
+    uses: dict[tuple[str, int], list[tuple[Any, int]]] = {}
+    for r, w in zip(refs, widths, strict=False):
+        uses.setdefault((str(r["bag"]), int(r["stamp_ns"])), []).append((r.get("box") if crop else None, w))
+
+    def shrink(bag: str, stamp: int, size: tuple[int, int]) -> float:
+        full[(bag, stamp)] = size
+        return min((_window((size[1], size[0]), box)[2] / w if w else 1.0 for box, w in uses[(bag, stamp)]),
+                   default=1.0)
+
+    return shrink
+
+
+def read_referenced(refs: Sequence[Mapping[str, Any]], topics: BagTopics, tolerance_ns: int = 0,
+                    widths: Sequence[int] | None = None, crop: bool = True, full: dict | None = None
                     ) -> tuple[dict[tuple[str, int], Frame], dict[str, str], set[tuple[str, int]]]:
     """The frames of ``refs`` by (bag, stamp), each bag opened once: those with a recording window by seeking it,
     the others by reading the bag (module docstring); also why a bag could not be read and which frames were
-    seeked."""
+    seeked. With ``widths`` a sought JPEG is decoded at the coarsest scale its pictures at those widths allow
+    (`frames_in_windows` ``coarse``), its full size noted in ``full``."""
+    shrink = _shrink(refs, widths, crop, full if full is not None else {}) if widths is not None else None
     by_bag: dict[str, dict[int, tuple[int, int] | None]] = {}
     for r in refs:
         stamps = by_bag.setdefault(str(r["bag"]), {})
@@ -120,7 +145,8 @@ def read_referenced(refs: Sequence[Mapping[str, Any]], topics: BagTopics, tolera
         windows = {s: w for s, w in stamps.items() if w is not None}
         whole = [s for s, w in stamps.items() if w is None]
         try:
-            got = frames_in_windows(bag, windows, topics, tolerance_ns) if windows else {}
+            coarse = (lambda s, size, b=bag: shrink(b, s, size)) if shrink is not None else None
+            got = frames_in_windows(bag, windows, topics, tolerance_ns, coarse=coarse) if windows else {}
             seeked.update((bag, s) for s in got)
             if whole:
                 got.update(frames_at(bag, whole, topics, tolerance_ns))
@@ -137,7 +163,8 @@ def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: M
     """Pictures of ``refs`` (at most ``limit`` frames read), in the order given (`draw_reference`); ``width``: one
     for all or one per reference."""
     widths = [width] * len(refs) if isinstance(width, int) else list(width)
-    frames, errors, seeked = read_referenced(refs[:limit], topics, tolerance_ns)
+    full: dict[tuple[str, int], tuple[int, int]] = {}
+    frames, errors, seeked = read_referenced(refs[:limit], topics, tolerance_ns, widths[:limit], crop, full)
     out = []
     for i, r in enumerate(refs):
         key = (str(r["bag"]), int(r["stamp_ns"]))
@@ -149,5 +176,7 @@ def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: M
         elif f.image is None:
             out.append(Thumb(r, None, "the frame has no image", key in seeked))
         else:
-            out.append(Thumb(r, draw_reference(f, r, monitors, truth, widths[i], crop), seeked=key in seeked))
+            size = full.get(key)
+            size = size if size is not None and tuple(f.image.shape[1::-1]) != size else None  # decoded coarse
+            out.append(Thumb(r, draw_reference(f, r, monitors, truth, widths[i], crop, size), seeked=key in seeked))
     return out

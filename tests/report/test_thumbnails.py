@@ -66,3 +66,36 @@ def test_a_reference_with_its_recording_window_is_sought_and_drawn_as_from_the_w
     assert [t.jpeg for t in new] == [t.jpeg for t in old]  # the same bytes: the same frame, image and drawing
     shapes = [cv2.imdecode(np.frombuffer(t.jpeg, np.uint8), cv2.IMREAD_COLOR).shape[1] for t in new]
     assert shapes == [240, 160, 240]
+
+
+def test_a_near_object_is_drawn_from_a_coarse_decode_like_from_the_full_image(tmp_path):
+    from perception_safety.io.bag import read_frames
+    from perception_safety.report.thumbnails import read_referenced
+
+    ramp = np.linspace(20, 220, 1280, dtype=np.uint8)
+    image = np.dstack([np.broadcast_to(ramp, (720, 1280)), np.broadcast_to((ramp * 0.8 + 30).astype(np.uint8),
+                       (720, 1280)), np.broadcast_to(ramp[::-1] // 2 + 60, (720, 1280))]).copy()
+    near = GroundTruthObject(Box(500, 150, 700, 600), "pedestrian", 4.0)  # 450 px tall: a window of 720 x 960
+    far = GroundTruthObject(Box(1000, 300, 1030, 360), "pedestrian", 30.0)
+    write_frames(tmp_path / "bag", [Frame(0, (), (near, far), image=image)], jpeg_quality=92)
+    windows: dict[int, tuple[int, int]] = {}
+    list(read_frames(tmp_path / "bag", windows=windows, with_images=False))
+    cfg = EvaluateConfig()
+    refs = [{"bag": str(tmp_path / "bag"), "stamp_ns": 0, "kind": "missed", "box": list(near.box.as_tuple())}]
+    sought = [{**refs[0], "log_ns": list(windows[0])}]
+    full: dict = {}
+    frames, _, _ = read_referenced(sought, cfg.bags.topics, 0, [160], True, full)
+    assert full[(str(tmp_path / "bag"), 0)] == (1280, 720)
+    assert frames[(str(tmp_path / "bag"), 0)].image.shape == (180, 320, 3)  # 960 / 160 = 6: decoded at 1/4
+    old = thumbnails(refs, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=5, width=160)[0]
+    new = thumbnails(sought, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=5, width=160)[0]
+    a = cv2.imdecode(np.frombuffer(new.jpeg, np.uint8), cv2.IMREAD_COLOR).astype(int)
+    b = cv2.imdecode(np.frombuffer(old.jpeg, np.uint8), cv2.IMREAD_COLOR).astype(int)
+    assert a.shape == b.shape == (120, 160, 3)
+    # stated tolerance: the picture within JPEG noise for most pixels (median 3 levels); labels, whose glyph widths
+    # round differently at the smaller size, may move by a pixel or two (the mean over all pixels below 16 levels)
+    diff = np.abs(a - b)
+    assert np.median(diff) <= 3 and diff.mean() < 16
+    red = (np.abs(a - np.array(MISSED)[::-1]).sum(axis=2) < 90).sum()
+    assert red > 100  # the missed box and its label are there, as large as from the full image
+    assert abs(red - (np.abs(b - np.array(MISSED)[::-1]).sum(axis=2) < 90).sum()) < 0.3 * red
