@@ -3,8 +3,9 @@
 The demo's perception bags (``DEMO/episodes/bags/*/perception``) are read once (`bag_pass.read_episodes` with
 evaluate's read options); then every episode is mapped ``--copies`` times as a copy in its own folder would be
 (source path and episode renamed): `bag_pass.run_pass` with `evaluate.episode_parts`, each of its steps timed on
-its own with `time.process_time`; the partials are written as JSON text, read back (`pipeline.partials`) and
-reduced (`evaluate.reduce_partials`), as `evaluate` does. The per-copy read is not repeated (that is perfread's part).
+its own with `time.process_time`; the partials are written as JSON text, read back (`pipeline.partials`: what a
+map in worker processes costs; in-process `evaluate` reduces the partials as built) and reduced
+(`evaluate.reduce_partials`). The per-copy read is not repeated (that is perfread's part).
 
 Usage: python benchmarks/bench_map_steps.py --demo /work/demo_out [--copies 16] [--out DIR]
 """
@@ -108,7 +109,8 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         for k, text in enumerate(texts):
             (args.out / f"{k:05d}.json").write_text(text)
-    partials = clock("partials read (reduce)", lambda: [read_partial(t, str(k)) for k, t in enumerate(texts)])
+    partials = clock("partials read back (workers only)",
+                     lambda: [read_partial(t, str(k)) for k, t in enumerate(texts)])
     clock("reduce_partials", lambda: evaluate.reduce_partials(partials, cfg))
     size = sum(len(t) for t in texts) / 1e6
     print(f"{len(texts)} bags ({args.copies} copies of the demo's {len(inputs)} perception bags); their read once: "

@@ -313,6 +313,14 @@ def analyse_input_json(input_json: str, config_json: str) -> str:
     return partial_text(analyse_input(inp, EvaluateConfig.model_validate_json(config_json)))
 
 
+def analyse_input_kept(input_json: str, config_json: str) -> tuple[str, dict[str, Any]]:
+    """`analyse_input_json` and the partial itself: the map task when it runs in this process (the reduce reads the
+    partial as built instead of decoding its text again; tested equal)."""
+    inp = MapInput.from_json(json.loads(input_json))
+    partial = analyse_input(inp, EvaluateConfig.model_validate_json(config_json))
+    return partial_text(partial), partial
+
+
 @dataclass(frozen=True)
 class MapResult:
     """The partials of the bags that could be read (input order) and, per bag that could not, the reason."""
@@ -347,7 +355,8 @@ def map_bags(
             on_done(names[out.index])
 
     tasks = [(json.dumps(i.to_json()), config_json) for i in inputs]
-    outcomes = run_tasks(analyse_input_json, tasks, executor, done)
+    in_process = executor.kind == "local" and (executor.jobs <= 1 or len(tasks) <= 1)  # `run_local`'s rule
+    outcomes = run_tasks(analyse_input_kept if in_process else analyse_input_json, tasks, executor, done)
     partials, failed = [], {}
     for out in outcomes:
         name = names[out.index]
@@ -355,6 +364,7 @@ def map_bags(
             failed[name] = out.error or "failed"
             continue
         path = partial_dir / f"{out.index:05d}_{Path(name).name}.json"
-        write_text(path, out.value)
-        partials.append(read_partial(out.value, str(path)))
+        text, partial = out.value if in_process else (out.value, None)
+        write_text(path, text)
+        partials.append(partial if partial is not None else read_partial(text, str(path)))
     return MapResult(partials, failed)

@@ -140,8 +140,14 @@ def _convert(partial: dict[str, Any], records: Callable[..., Any], counts: Calla
 
 def partial_text(partial: dict[str, Any]) -> str:
     """The JSON text of a partial the map built (format `PARTIAL_FORMAT`: record lists and count arrays packed;
-    the dict given is changed in place)."""
-    return json.dumps(_convert(partial, pack_records, pack_counts))
+    the dict given is left as it was)."""
+    held = [(holder, key, holder[key]) for holder, key, _ in _lists(partial) if key in holder]
+    held += [(holder, key, holder[key]) for holder, key in _count_arrays(partial)]
+    try:
+        return json.dumps(_convert(partial, pack_records, pack_counts))
+    finally:
+        for holder, key, value in held:
+            holder[key] = value
 
 
 def unpack_partial(doc: Any, name: str) -> dict[str, Any]:

@@ -101,3 +101,46 @@ def _arrays(obj):
 def test_other_formats_and_damaged_packs_are_named(text, message):
     with pytest.raises(PartialError, match="^" + message.replace("(", r"\(")):
         read_partial(text, "p.json")
+
+
+def test_partial_text_leaves_the_partial_as_built(partial):
+    doc, _ = partial
+    before = json.dumps(doc)
+    partial_text(doc)
+    assert json.dumps(doc) == before
+
+
+def _plain(obj):
+    """A reduce's result as comparable plain data (dataclasses, arrays, tuples, dict keys as text)."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: _plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _plain(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+def test_the_map_in_this_process_reduces_like_the_map_in_workers(recorded_bags, tmp_path):
+    """In this process the reduce reads each partial as built (no JSON round trip); in worker processes it reads
+    their text: the same reduce, field by field."""
+    from perception_safety.executors import ExecutorConfig
+    from perception_safety.pipeline.evaluate import map_bags
+
+    root, _, config = recorded_bags
+    cfg, _ = load_evaluate_config(config)
+    cfg = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={
+        "breakdowns": ["ego_speed_band", "object_size_band"], "analyses": [*cfg.evaluate.analyses, "detection_ap"]})})
+    bags = [root / "run0", root / "run1"]
+    here = map_bags(bags, cfg, tmp_path / "a", ExecutorConfig(jobs=1))
+    workers = map_bags(bags, cfg, tmp_path / "b", ExecutorConfig(jobs=2))
+    assert [p.read_text() for p in sorted((tmp_path / "a").iterdir())] == \
+        [p.read_text() for p in sorted((tmp_path / "b").iterdir())]
+    a, b = (_plain(reduce_partials(m.partials, cfg)) for m in (here, workers))
+    assert a.keys() == b.keys() and all(a[k] == b[k] for k in a), [k for k in a if a[k] != b[k]]
