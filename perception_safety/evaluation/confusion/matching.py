@@ -18,6 +18,7 @@ from perception_safety.evaluation.confusion.components import small_component_ma
 from perception_safety.evaluation.confusion.frame_search import FrameSortedKeys
 
 _EMPTY = np.zeros(0, dtype=np.int64)
+_BUCKET_SEARCH_MIN = 4096  # objects in a batch from which `frame_search` replaces the binary searches
 
 
 def frame_index(offsets: np.ndarray) -> np.ndarray:
@@ -116,9 +117,13 @@ def candidate_pairs(
     if not all_ok:  # unusable detections: an empty window at the start of their frame (no steps)
         lo[~d_ok] = det_frame[~d_ok] * stride + 0.25
         hi[~d_ok] = lo[~d_ok]
-    index = FrameSortedKeys.build(sorted_g, gt_frame, batch.n_frames, stride)
-    first = index.search(lo, det_frame, "left")
-    last = index.search(hi, det_frame, "right")
+    if n_gt >= _BUCKET_SEARCH_MIN:  # the bucket table pays off on large batches only (its set-up is ~30 us)
+        index = FrameSortedKeys.build(sorted_g, gt_frame, batch.n_frames, stride)
+        first = index.search(lo, det_frame, "left")
+        last = index.search(hi, det_frame, "right")
+    else:
+        first = np.searchsorted(sorted_g, lo, side="left")
+        last = np.searchsorted(sorted_g, hi, side="right")
     # The objects of frame f are sorted_g[gt_offsets[f]:gt_offsets[f + 1]]: clip every window to its own frame.
     np.maximum(first, batch.gt_offsets[det_frame], out=first)
     np.minimum(last, batch.gt_offsets[det_frame + 1], out=last)

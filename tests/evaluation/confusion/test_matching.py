@@ -8,14 +8,22 @@ import numpy as np
 import pytest
 
 from perception_safety.core.iou import iou_pairs
+from perception_safety.evaluation.confusion import matching
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.matching import candidate_pairs, frame_index, match_batch
 from tests.evaluation.confusion.batches import per_frame, random_batch
 
 
+@pytest.fixture(params=["bucket table", "binary search"])
+def search_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways of finding the windows: `frame_search` (large batches) and np.searchsorted (small ones)."""
+    monkeypatch.setattr(matching, "_BUCKET_SEARCH_MIN", 0 if request.param == "bucket table" else 10**9)
+    return request.param
+
+
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("thr", [0.0, 0.3, 0.5, 0.9, 1.0])
-def test_batch_matching_equals_per_frame_match_boxes(seed: int, thr: float) -> None:
+def test_batch_matching_equals_per_frame_match_boxes(seed: int, thr: float, search_path: str) -> None:
     rng = np.random.default_rng(seed)
     batch = random_batch(rng, 60, offset=float(rng.choice([0.0, -250.0, 1e7])))
     for class_aware in (False, True):
@@ -42,7 +50,7 @@ def test_duplicates_tie_and_go_to_match_boxes() -> None:
 
 
 @pytest.mark.parametrize("thr", [0.0, 0.5, 1.0])
-def test_candidates_hold_every_admissible_pair_with_the_exact_iou(thr: float) -> None:
+def test_candidates_hold_every_admissible_pair_with_the_exact_iou(thr: float, search_path: str) -> None:
     rng = np.random.default_rng(11)
     batch = random_batch(rng, 80, odd=False)
     di, gi, iou = candidate_pairs(batch, thr)
