@@ -117,7 +117,9 @@ def candidate_pairs(
     if not all_ok:  # unusable detections: an empty window at the start of their frame (no steps)
         lo[~d_ok] = det_frame[~d_ok] * stride + 0.25
         hi[~d_ok] = lo[~d_ok]
-    if n_gt >= _BUCKET_SEARCH_MIN:  # the bucket table pays off on large batches only (its set-up is ~30 us)
+    # The bucket table pays off on large batches only (its set-up is ~30 us); with no more frames than objects it
+    # holds at most 4 entries per object.
+    if n_gt >= _BUCKET_SEARCH_MIN and batch.n_frames <= n_gt:
         index = FrameSortedKeys.build(sorted_g, gt_frame, batch.n_frames, stride)
         first = index.search(lo, det_frame, "left")
         last = index.search(hi, det_frame, "right")
