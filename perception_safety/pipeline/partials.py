@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -34,21 +35,42 @@ class PartialError(PerceptionSafetyError):
     """A partial that is not JSON, not of a readable format, or whose packed lists are damaged (file named)."""
 
 
-_MISSING = object()
 
 
 def pack_records(records: list[dict[str, Any]], shared: tuple[str, ...] = ()) -> dict[str, Any]:
     """``{"keys": [key lists], "common": {key: value}, "rows": [[key list, other values]]}``: ``common`` holds the
     keys of ``shared`` whose (string) value every record has."""
     first = records[0] if records else {}
-    common = {k: first[k] for k in shared
-              if isinstance(first.get(k), str) and all(r.get(k, _MISSING) == first[k] for r in records)}  # fmt: skip
+    common = {k: first[k] for k in shared if isinstance(first.get(k), str) and _same(records, k)}
     keysets: dict[tuple[str, ...], int] = {}
+    getters: list[Callable[[dict[str, Any]], Any]] = []
     rows = []
     for r in records:
-        k = keysets.setdefault(tuple(r), len(keysets))
-        rows.append([k, *(v for key, v in r.items() if key not in common)] if common else [k, *r.values()])
+        keys = tuple(r)
+        k = keysets.get(keys)
+        if k is None:
+            k = keysets[keys] = len(keysets)
+            getters.append(_values_of([key for key in keys if key not in common]))
+        rows.append([k, *getters[k](r)])
     return {"keys": [list(k) for k in keysets], "common": common, "rows": rows}
+
+
+def _same(records: list[dict[str, Any]], key: str) -> bool:
+    """Every record has ``key`` with one (hashable) value."""
+    try:
+        return len(set(map(itemgetter(key), records))) == 1
+    except (KeyError, TypeError):  # missing somewhere, or a list/dict value: not one shared string
+        return False
+
+
+def _values_of(keys: list[str]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """The values of ``keys`` of a record, in order, as a tuple (one C call per record)."""
+    if not keys:
+        return lambda _r: ()
+    if len(keys) == 1:
+        key = keys[0]
+        return lambda r: (r[key],)
+    return itemgetter(*keys)
 
 
 REF_SHARED = ("kind", "label", "detail", "bag", "topic", "episode")
@@ -144,7 +166,7 @@ def partial_text(partial: dict[str, Any]) -> str:
     held = [(holder, key, holder[key]) for holder, key, _ in _lists(partial) if key in holder]
     held += [(holder, key, holder[key]) for holder, key in _count_arrays(partial)]
     try:
-        return json.dumps(_convert(partial, pack_records, pack_counts))
+        return json.dumps(_convert(partial, pack_records, pack_counts), separators=(",", ":"), check_circular=False)
     finally:
         for holder, key, value in held:
             holder[key] = value
