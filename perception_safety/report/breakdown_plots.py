@@ -6,7 +6,6 @@ not be computed gets a panel that says so (never an empty axis). Matplotlib obje
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -15,32 +14,11 @@ from matplotlib.figure import Figure
 
 from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.pcd.compute import PCDResult
-from perception_safety.report.figure_save import save_figure
+from perception_safety.report.figure_save import Margins, fixed_grid, save_figure
 from perception_safety.report.pcd_plots import draw_fit
 
-Margins = tuple[float, float, float, float, float, float]
-"""Fixed margins in inches: left, right, bottom, top (suptitle and panel title), between columns, between rows."""
 RECALL_MARGINS: Margins = (0.6, 0.15, 0.5, 0.55, 0.45, 0.75)
 PCD_MARGINS: Margins = (0.75, 0.15, 0.55, 0.55, 0.6, 0.8)
-
-
-def _grid(n: int, cols: int, w: float, h: float, sharey: bool = True, margins: Margins | None = None):
-    """A grid of ``n`` panels of about ``w`` x ``h`` inches. With ``margins`` the layout is fixed (the labels'
-    room known in advance: no layout pass, which costs as much as drawing the figure); else constrained."""
-    cols = max(1, min(cols, n))
-    rows = math.ceil(n / cols)
-    width, height = w * cols, h * rows + 0.5
-    fig = Figure(figsize=(width, height), layout=None if margins else "constrained")
-    if margins:
-        left, right, bottom, top, between_cols, between_rows = margins
-        panel_w = (width - left - right - (cols - 1) * between_cols) / cols
-        panel_h = (height - bottom - top - (rows - 1) * between_rows) / rows
-        fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
-                            wspace=between_cols / panel_w, hspace=between_rows / panel_h)  # fmt: skip
-    axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey)
-    for ax in axes.flat[n:]:
-        ax.set_axis_off()
-    return fig, axes.flat
 
 
 def _not_computed(ax, title: str, why: str) -> None:
@@ -58,7 +36,7 @@ def recall_small_multiples(
     per_value: Mapping[str, Sequence[ClassMetrics]], attribute: str, path: str | Path, alpha: float = 0.05
 ) -> Path:
     """Recall per distance bin (bin centre) per class, one panel per condition value, with interval error bars."""
-    fig, axes = _grid(len(per_value), 4, 3.3, 2.6, margins=RECALL_MARGINS)
+    fig, axes = fixed_grid(len(per_value), 4, 3.3, 2.6, margins=RECALL_MARGINS)
     for ax, (value, metrics) in zip(axes, per_value.items(), strict=False):
         labels = list(dict.fromkeys(m.label for m in metrics if m.bin != "pooled"))
         drawn = False
@@ -91,7 +69,7 @@ def pcd_small_multiples(
     per_value: Mapping[str, PCDResult | str], attribute: str, target: str, path: str | Path
 ) -> Path:
     """PCD fit (samples, spline, band, PCD line) of one target, one panel per value; a string = why not computed."""
-    fig, axes = _grid(len(per_value), 3, 4.2, 3.2, margins=PCD_MARGINS)
+    fig, axes = fixed_grid(len(per_value), 3, 4.2, 3.2, margins=PCD_MARGINS)
     for ax, (value, res) in zip(axes, per_value.items(), strict=False):
         title = f"{attribute} = {value}"
         if isinstance(res, str):
@@ -110,7 +88,10 @@ def pcd_small_multiples(
 def returns_bars(per_value: Mapping[str, Mapping[str, Mapping[str, float]]], attribute: str, path: str | Path) -> Path:
     """SG, RH, AC per condition value, one panel per scheme (E1, E2; per-frame averages)."""
     schemes = [s for s in ("E1", "E2") if any(s in v for v in per_value.values())]
-    fig, axes = _grid(max(1, len(schemes)), 2, max(4.0, 0.9 * len(per_value) + 1.5), 3.4, sharey=False)
+    longest = max((len(str(v)) for v in per_value), default=1)  # x labels at 30 degrees: room for the longest
+    margins = (0.75, 0.15, 0.25 + 0.5 * longest * 8 * 0.6 / 72, 0.65, 0.8, 0.0)
+    fig, axes = fixed_grid(max(1, len(schemes)), 2, max(4.0, 0.9 * len(per_value) + 1.5), 3.4, sharey=False,
+                           margins=margins)
     values = list(per_value)
     x = np.arange(len(values))
     for ax, scheme in zip(axes, schemes, strict=False):

@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 
 from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.confusion.types import DistanceConfusion, EmptyColumn, Kind, column_normalize
-from perception_safety.report.figure_save import REPORT_WIDTH, save_figure
+from perception_safety.report.figure_save import REPORT_WIDTH, Margins, fixed_grid, save_figure
 
 _TITLES = {"class": "class-labeled", "prop": "proposition-labeled"}
 
@@ -202,13 +202,16 @@ def plot_all(
     return paths
 
 
+RATES_MARGINS: Margins = (0.65, 0.15, 0.5, 0.3, 0.2, 0.0)
+"""`plot_rates`: tick labels and "rate" on the left, the distance label below, the panel titles above (inches)."""
+
+
 def plot_rates(metrics: Sequence[ClassMetrics], path: str | Path, alpha: float = 0.05, dpi: int = 100) -> Path:
     """Recall and precision vs distance per class with Clopper-Pearson error bars; hollow markers = thin bins.
 
     The pooled value of each class is a dotted horizontal line; undefined rates (no samples) are not drawn.
     """
-    fig = Figure(figsize=(10.0, 3.8), layout="constrained")
-    axes = fig.subplots(1, 2, sharey=True)
+    fig, axes = fixed_grid(2, 2, 5.0, 3.3, margins=RATES_MARGINS)  # 10 x 3.8 in, no layout pass
     labels = list(dict.fromkeys(m.label for m in metrics))
     for ax, rate in zip(axes, ("recall", "precision"), strict=True):
         for i, label in enumerate(labels):

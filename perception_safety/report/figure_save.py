@@ -5,6 +5,7 @@ resampling and encoding again; a standalone figure (``width_px`` None) is saved 
 from __future__ import annotations
 
 import io
+import math
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,29 @@ REPORT_WIDTH = MAX_FIGURE_WIDTH
 """Width (px) of a figure drawn for the report: the width the page shows it at."""
 PALETTE = 64
 """Colours of a report figure's palette (plots use few; anti-aliased edges take the rest)."""
+
+
+Margins = tuple[float, float, float, float, float, float]
+"""Fixed margins in inches: left, right, bottom, top (suptitle and panel title), between columns, between rows."""
+
+
+def fixed_grid(n: int, cols: int, w: float, h: float, sharey: bool = True, margins: Margins | None = None):
+    """A grid of ``n`` panels of about ``w`` x ``h`` inches. With ``margins`` the layout is fixed (the labels'
+    room known in advance: no layout pass, which costs as much as drawing the figure); else constrained."""
+    cols = max(1, min(cols, n))
+    rows = math.ceil(n / cols)
+    width, height = w * cols, h * rows + 0.5
+    fig = Figure(figsize=(width, height), layout=None if margins else "constrained")
+    if margins:
+        left, right, bottom, top, between_cols, between_rows = margins
+        panel_w = (width - left - right - (cols - 1) * between_cols) / cols
+        panel_h = (height - bottom - top - (rows - 1) * between_rows) / rows
+        fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
+                            wspace=between_cols / panel_w, hspace=between_rows / panel_h)  # fmt: skip
+    axes = fig.subplots(rows, cols, squeeze=False, sharey=sharey)
+    for ax in axes.flat[n:]:
+        ax.set_axis_off()
+    return fig, axes.flat
 
 
 def save_figure(fig: Figure, path: str | Path, dpi: float, width_px: int | None = REPORT_WIDTH) -> Path:
