@@ -25,6 +25,7 @@ import numpy as np
 from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.bbsl.spec import Spec
 from perception_safety.core import Frame, iou_matrix, match_boxes
+from perception_safety.core.iou import iou_pairs
 from perception_safety.safe_io import atomic_open, write_text
 
 
@@ -128,6 +129,47 @@ def _assign(det: np.ndarray, gt: np.ndarray, mode: str) -> tuple[np.ndarray, np.
     return idx, ious
 
 
+def _max_iou_all(
+    selected: list[tuple[Frame, list[int], list[int]]],
+) -> tuple[list[dict[str, Any]], list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """`_assign` ``max_iou`` of every frame at once: (frame, target ground truth, detection candidates) of each frame
+    flattened, the IoU of every same-frame pair, each object's first detection of highest IoU (if above 0). Returns
+    the test rows, the ground-truth boxes, the assigned detection boxes (zeros where none) and whether one exists."""
+    gt_index = [i for _, gt_sel, _ in selected for i in gt_sel]
+    det_index = [i for _, _, det_sel in selected for i in det_sel]
+    gt_box = np.array([f.ground_truth[i].box.as_tuple() for f, gt_sel, _ in selected for i in gt_sel],
+                      dtype=np.float64).reshape(-1, 4)
+    det_box = np.array([f.detections[i].box.as_tuple() for f, _, det_sel in selected for i in det_sel],
+                       dtype=np.float64).reshape(-1, 4)
+    n_gt = np.array([len(g) for _, g, _ in selected], dtype=np.int64)
+    n_det = np.array([len(d) for _, _, d in selected], dtype=np.int64)
+    det_start = np.cumsum(n_det) - n_det
+    gt_frame = np.repeat(np.arange(len(selected)), n_gt)
+    per_gt = n_det[gt_frame]  # every detection of the object's frame, in order
+    gt_of_pair = np.repeat(np.arange(len(gt_box)), per_gt)
+    first = np.cumsum(per_gt) - per_gt
+    det_of_pair = det_start[gt_frame][gt_of_pair] + np.arange(len(gt_of_pair)) - first[gt_of_pair]
+    ious = iou_pairs(det_box[det_of_pair], gt_box[gt_of_pair])
+    assigned = np.full(len(gt_box), -1, dtype=np.int64)
+    best_iou = np.zeros(len(gt_box))
+    has = np.flatnonzero(per_gt > 0)
+    if len(has):
+        best = np.maximum.reduceat(ious, first[has])
+        at_best = np.flatnonzero(ious == np.repeat(best, per_gt[has]))
+        _, pick = np.unique(gt_of_pair[at_best], return_index=True)  # the first detection at the maximum
+        pair = at_best[pick]
+        hit = best > 0.0
+        assigned[has[hit]] = det_of_pair[pair[hit]]
+        best_iou[has[hit]] = best[hit]
+    exists = assigned >= 0
+    sut = np.zeros((len(gt_box), 4))  # rows without a detection are ignored (subject_exists false)
+    sut[exists] = det_box[assigned[exists]]
+    frame_ids = [f.frame_id for f, _, _ in selected]
+    rows = [{"frame": frame_ids[r], "gt": g, "det": det_index[a] if a >= 0 else -1, "iou": iou}
+            for r, g, a, iou in zip(gt_frame.tolist(), gt_index, assigned.tolist(), best_iou.tolist(), strict=True)]
+    return rows, [gt_box], [sut], [exists]
+
+
 def run_oracle(spec: Spec, frames: Iterable[Frame], config: BBSLConfig | None = None) -> OracleReport:
     """Run the specification-based test of Definitions 12-13 over ``frames``."""
     cfg = config or BBSLConfig()
@@ -142,12 +184,16 @@ def run_oracle(spec: Spec, frames: Iterable[Frame], config: BBSLConfig | None = 
     gt_results: list[tuple[np.ndarray, np.ndarray]] = []
     sut_results: list[tuple[np.ndarray, np.ndarray]] = []
     n_frames = 0
+    selected = []
     for frame in frames:
         n_frames += 1
         gt_sel = [i for i, g in enumerate(frame.ground_truth) if g.class_id in targets]
-        if not gt_sel:
-            continue
-        det_sel = [i for i, d in enumerate(frame.detections) if d.class_id in det_classes]
+        if gt_sel:
+            selected.append((frame, gt_sel, [i for i, d in enumerate(frame.detections) if d.class_id in det_classes]))
+    if cfg.assignment == "max_iou" and not per_frame_sets:  # every frame's assignment at once
+        rows, gt_boxes, det_boxes, det_exists = _max_iou_all(selected)
+        selected = []
+    for frame, gt_sel, det_sel in selected:
         gt = frame.ground_truth_boxes()[gt_sel]
         det_all = frame.detection_boxes()
         det = det_all[det_sel] if det_sel else np.zeros((0, 4))

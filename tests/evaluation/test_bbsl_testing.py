@@ -130,3 +130,44 @@ def test_report_files(tmp_path: Path) -> None:
     assert [r["bbsl_verdict"] for r in rows] == ["T" if s[5] else "F" for s in SCENES]
     assert rows[3]["actual"] == "(precondition fails)" and rows[3]["det_box"] == ""
     assert rows[1]["actual"] == "stop" and rows[1]["expected"] == "NOT stop"
+
+
+def test_max_iou_assignment_of_all_frames_is_each_frames():
+    """`run_oracle`'s max_iou assignment is computed for all frames at once (`_max_iou_all`); it must be `_assign`
+    frame by frame: the first detection of highest IoU, none when no detection overlaps (ties, frames without
+    detections, detections of other classes left out)."""
+    import numpy as np
+
+    from perception_safety.evaluation.bbsl_testing import _assign, _max_iou_all
+
+    rng = np.random.default_rng(2)
+    selected, want = [], []
+    for i in range(300):
+        grid = lambda: Box(*(rng.integers(0, 5, 2) * 20.0), *(rng.integers(5, 9, 2) * 20.0))  # noqa: E731
+        gts = tuple(GroundTruthObject(grid(), str(rng.choice(["car", "person"])), 9.0)
+                    for _ in range(rng.integers(0, 4)))
+        dets = [Detection(grid(), str(rng.choice(["car", "person"])), 0.9) for _ in range(rng.integers(0, 4))]
+        if dets and rng.random() < 0.3:
+            dets.append(dets[0])  # a tie: the first one wins
+        f = Frame(i, tuple(dets), gts, frame_id=f"f{i}")
+        gt_sel = [k for k, g in enumerate(gts) if g.class_id == "car"]
+        if not gt_sel:
+            continue
+        det_sel = [k for k, d in enumerate(dets) if d.class_id == "car"]
+        selected.append((f, gt_sel, det_sel))
+        det = f.detection_boxes()[det_sel] if det_sel else np.zeros((0, 4))
+        assigned, ious = _assign(det, f.ground_truth_boxes()[gt_sel], "max_iou")
+        want += [{"frame": f.frame_id, "gt": g, "det": det_sel[a] if a >= 0 else -1, "iou": float(v)}
+                 for g, a, v in zip(gt_sel, assigned, ious, strict=True)]
+    rows, gt_boxes, sut, exists = _max_iou_all(selected)
+    assert rows == want
+    assert sum(r["det"] >= 0 for r in rows) > 50 and sum(r["det"] < 0 for r in rows) > 20
+    assert exists[0].tolist() == [r["det"] >= 0 for r in rows]
+    assert [tuple(b) for b in gt_boxes[0]] == [f.ground_truth[g].box.as_tuple() for f, sel, _ in selected for g in sel]
+    assert all(tuple(sut[0][n]) == selected_det(selected, r) for n, r in enumerate(rows) if r["det"] >= 0)
+    assert _max_iou_all([])[0] == []
+
+
+def selected_det(selected, row):
+    f = next(f for f, _, _ in selected if f.frame_id == row["frame"])
+    return f.detections[row["det"]].box.as_tuple()
