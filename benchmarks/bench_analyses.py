@@ -154,8 +154,9 @@ def main() -> None:
     print(f"{now['bags']} bags ({args.copies} copies of the demo's perception bags, {now['frames']} frames); "
           f"least CPU s of {args.repeat} run(s) per step; load {load} (1/5/15 min) at start")
     head = f"{'step':<14}{'CPU s':>8}"
+    label = (args.baseline or "")[:10]
     if base:
-        head += f"{f'{args.baseline} s':>12}{'ratio':>8}"
+        head += f"{f'{label} s':>14}{'ratio':>8}"
     print(head)
     total = total_base = 0.0
     for name in STEPS:
@@ -167,11 +168,11 @@ def main() -> None:
         if base:
             b = base["cpu"][name]
             total_base += b
-            line += f"{b:12.3f}{s / b:8.2f}"
+            line += f"{b:14.3f}{s / b:8.2f}"
         print(line)
-    print(f"{'all steps':<14}{total:8.3f}" + (f"{total_base:12.3f}{total / total_base:8.2f}" if base else ""))
+    print(f"{'all steps':<14}{total:8.3f}" + (f"{total_base:14.3f}{total / total_base:8.2f}" if base else ""))
     if base:
-        print(f"results.json parts vs {args.baseline}:")
+        print(f"results.json parts vs {label}:")
         for key in sorted(set(base["results"]) | set(now["results"])):
             diff = differences(base["results"].get(key), now["results"].get(key))
             rel = [r for _, r in diff if r is not None]
