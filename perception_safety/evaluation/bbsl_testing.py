@@ -329,13 +329,12 @@ class BoxExtent:
 def box_extent(frames: Iterable[Frame], size: tuple[float, float], slack: float = 2.0) -> BoxExtent:
     """The `BoxExtent` of all ground-truth and detection boxes against an image of ``size`` (w, h) pixels."""
     w, h = size
-    ext = BoxExtent()
-    for f in frames:
-        xs = [b.box.x_max for b in (*f.ground_truth, *f.detections)]
-        ys = [b.box.y_max for b in (*f.ground_truth, *f.detections)]
-        out = sum(1 for x, y in zip(xs, ys, strict=True) if x > w + slack or y > h + slack)
-        ext = ext.merge(BoxExtent(max(xs, default=0.0), max(ys, default=0.0), out, len(xs)))
-    return ext
+    corners = [(b.box.x_max, b.box.y_max) for f in frames for b in (*f.ground_truth, *f.detections)]
+    if not corners:
+        return BoxExtent()
+    xy = np.array(corners, dtype=np.float64)
+    out = int(((xy[:, 0] > w + slack) | (xy[:, 1] > h + slack)).sum())
+    return BoxExtent(max(0.0, float(xy[:, 0].max())), max(0.0, float(xy[:, 1].max())), out, len(corners))
 
 
 def image_size_mismatch(ext: BoxExtent, size: tuple[float, float], max_fraction: float = 0.05) -> str | None:

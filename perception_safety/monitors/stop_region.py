@@ -86,7 +86,8 @@ def _matcher(patterns: tuple[str, ...]) -> LabelMatcher:
 
 def _watched(classes: Sequence[str], scores: Sequence[float] | np.ndarray, config: StopRegionConfig) -> np.ndarray:
     match = _matcher(tuple(config.watched_classes))
-    watched = np.fromiter((match(c) for c in classes), dtype=bool, count=len(classes))
+    known = {c: match(c) for c in set(classes)}  # a few distinct labels among many boxes
+    watched = np.fromiter(map(known.__getitem__, classes), dtype=bool, count=len(classes))
     return watched & (np.asarray(scores, dtype=np.float64) >= config.min_score)
 
 

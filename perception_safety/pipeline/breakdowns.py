@@ -181,9 +181,12 @@ def speed_band_parts(
     """The per-frame analyses per ego-speed band (bands in order of first appearance), each frame counted once
     (``samples``: the episode's `episode_samples`, else extracted per band)."""
     edges = cfg.evaluate.speed_bands_mps
-    names = [speed_band(f.ego.speed if f.ego is not None else None, edges) for f in frames]
-    labels = np.asarray(names, dtype=object)
-    return {band: band_parts(frames, batch, cfg, source, labels == band, samples) for band in dict.fromkeys(names)}
+    speeds = np.fromiter((f.ego.speed if f.ego is not None else np.nan for f in frames), np.float64, len(frames))
+    index = np.where(np.isnan(speeds), -1, size_bands(speeds, edges))  # the band `speed_band` names; -1: unknown
+    table = [speed_band(lo, edges) for lo in edges]
+    order = index[np.sort(np.unique(index, return_index=True)[1])].tolist()  # bands in order of first appearance
+    return {table[k] if k >= 0 else UNKNOWN: band_parts(frames, batch, cfg, source, index == k, samples)
+            for k in order}
 
 
 def size_band_parts(

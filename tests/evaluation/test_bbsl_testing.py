@@ -171,3 +171,14 @@ def test_max_iou_assignment_of_all_frames_is_each_frames():
 def selected_det(selected, row):
     f = next(f for f, _, _ in selected if f.frame_id == row["frame"])
     return f.detections[row["det"]].box.as_tuple()
+
+
+def test_box_extent_of_all_boxes():
+    from perception_safety.evaluation.bbsl_testing import BoxExtent, box_extent
+
+    f1 = frame("a", [((10, 10, 1290, 50), "car")], [((5, 5, 100, 724), "car"), ((0, 0, 1281, 721), "car")])
+    f2 = frame("b", [], [])
+    f3 = frame("c", [((-50, -40, -10, -5), "car")], [])
+    # x beyond 1280 + 2 or y beyond 720 + 2: the first (x 1290) and second (y 724) box; 1281/721 are within slack
+    assert box_extent([f1, f2, f3], (1280, 720)) == BoxExtent(1290.0, 724.0, 2, 4)
+    assert box_extent([f2], (1280, 720)) == BoxExtent() and box_extent([f3], (10, 10)) == BoxExtent(0.0, 0.0, 0, 1)

@@ -142,3 +142,24 @@ def test_band_edges_must_rise(tmp_path):
     path.write_text("evaluate:\n  size_bands_px: [0, 50, 25]\n")
     with pytest.raises(ConfigError, match=r"size_bands_px.*strictly increasing"):
         load_evaluate_config(path)
+
+
+def test_speed_bands_of_many_frames_name_each_frame_as_speed_band_does():
+    """`speed_band_parts` bins all frames at once; its bands (in order of first appearance) and their frames must be
+    those `speed_band` gives frame by frame (no speed, below the first edge, on an edge, beyond the last)."""
+    import numpy as np
+
+    cfg, _ = load_evaluate_config(None)
+    cfg = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={
+        "analyses": ["confusion"], "speed_bands_mps": [2.0, 5.0, 10.0]})})
+    rng = np.random.default_rng(1)
+    speeds = [None if r < 0.1 else float(v) for r, v in zip(rng.random(200), rng.choice(
+        [0.0, 1.9, 2.0, 4.99, 5.0, 7.5, 10.0, 33.0], 200), strict=True)]
+    frames = [Frame(i, ego=None if v is None else EgoState(speed=v)) for i, v in enumerate(speeds)]
+    from perception_safety.pipeline.breakdowns import speed_band_parts
+
+    names = [speed_band(v, [2.0, 5.0, 10.0]) for v in speeds]
+    parts = speed_band_parts(frames, None, cfg, "bag")
+    assert list(parts) == list(dict.fromkeys(names))
+    assert {band: p["frames"] for band, p in parts.items()} == {b: names.count(b) for b in names}
+    assert "unknown" in parts and ">= 10 m/s" in parts and "[2, 5) m/s" in parts
