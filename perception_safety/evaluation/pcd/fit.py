@@ -98,7 +98,7 @@ def fit_score_model(
         seg_kwargs = dict(kwargs, criterion="fixed", lam=fit.lam)
 
         def residuals(xa: np.ndarray, ya: np.ndarray, wa: np.ndarray | None = None) -> np.ndarray:
-            seg_fit = fit if xa.size == xs.size else fit_pspline(xa, ya, weights=wa, **seg_kwargs)
+            seg_fit = fit if xa.size == xs.size else fit_pspline(xa, ya, weights=wa, with_edf=False, **seg_kwargs)
             return ya - fitted_values(seg_fit, xa)
 
         cps = (

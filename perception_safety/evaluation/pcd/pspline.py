@@ -166,6 +166,7 @@ def fit_pspline(
     lam_grid: Sequence[float] = DEFAULT_LAMBDA_GRID,
     weights: np.ndarray | None = None,
     rss_offset: float = 0.0,
+    with_edf: bool = True,
 ) -> PSplineFit:
     """Fit eq. 4 on sorted ``x``; with ``criterion`` aic/bic/gcv, ``lam`` is chosen from ``lam_grid``.
 
@@ -174,6 +175,8 @@ def fit_pspline(
     ``weights``: ``x``, ``y`` are cells of ``weights[i]`` samples with mean ``y[i]`` at one distance (the bootstrap's
     resamples, `cells.py`); then n is the number of samples and ``rss_offset`` their sum of squares about the cell
     means, so the fit, RSS and criteria are those of the samples themselves.
+    ``with_edf=False`` (a fixed ``lam`` only): ``edf`` is not computed (NaN) — a second K x K solve that the
+    change-point test's segment refits, which read only the fitted values, do not need.
     """
     x = np.asarray(x, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -201,6 +204,8 @@ def fit_pspline(
         beta = _solve(gram, penalty, rhs, lam_value, ridge)
         fitted = sparse @ beta[:n_splines] + (beta[n_splines] if intercept else 0.0)
         rss = float(np.sum((y - fitted) ** 2)) if w is None else float(np.sum(w * (y - fitted) ** 2)) + rss_offset
+        if not with_edf and criterion == "fixed":
+            return beta, rss, float("nan")
         a = gram + lam_value * penalty + ridge * np.eye(m)
         edf = float(np.trace(solve(a, gram, assume_a="pos")))
         return beta, rss, edf

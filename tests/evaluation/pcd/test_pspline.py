@@ -136,3 +136,20 @@ def test_bad_input_raises_clear_errors():
         fit_pspline(np.full(20, 3.0), np.ones(20))
     with pytest.raises(SplineFitError, match="sorted"):
         fit_pspline(np.arange(20.0)[::-1], np.ones(20))
+
+
+def test_a_fit_without_edf_has_the_same_curve_bit_for_bit():
+    """The change-point test's segment refits skip the edf solve: coefficients, RSS and fitted values are those of
+    the full fit, and edf is NaN (never a made-up number); a chosen lambda still computes it."""
+    from perception_safety.evaluation.pcd.pspline import fitted_values
+
+    rng = np.random.default_rng(4)
+    x = np.sort(rng.uniform(0, 80, 300))
+    y = np.sin(x / 12) + rng.normal(0, 0.2, x.size)
+    w = rng.integers(1, 4, x.size).astype(float)
+    full = fit_pspline(x, y, lam=0.6, weights=w, rss_offset=1.5)
+    lean = fit_pspline(x, y, lam=0.6, weights=w, rss_offset=1.5, with_edf=False)
+    assert lean.coef.tobytes() == full.coef.tobytes() and lean.rss == full.rss
+    assert fitted_values(lean, x).tobytes() == fitted_values(full, x).tobytes()
+    assert np.isnan(lean.edf) and 1 < full.edf < 10
+    assert fit_pspline(x, y, criterion="gcv", with_edf=False).edf == fit_pspline(x, y, criterion="gcv").edf
