@@ -10,8 +10,10 @@ message is yielded: the caller then reads the bag with rosbags (the reference be
 
 from __future__ import annotations
 
+import importlib
 import mmap
 import struct
+import sys
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -64,10 +66,10 @@ class ChunkIndex:
 
 def _decompressor(name: str) -> Callable[[bytes], bytes]:
     if name == "zstd":
-        try:
-            from compression import zstd  # type: ignore[import-not-found]  # Python >= 3.14
-        except ImportError:
-            from backports import zstd  # type: ignore[no-redef]
+        if sys.version_info >= (3, 14):
+            return importlib.import_module("compression.zstd").decompress  # the standard library's
+        from backports import zstd
+
         return zstd.decompress
     if name == "lz4":
         from lz4.frame import decompress

@@ -1,7 +1,8 @@
 """Opening a rosbag2 bag for reading: our own reader where it is sure to yield what rosbags' Reader yields, else
 rosbags' Reader, with the reason recorded (`OpenBag.note`).
 
-Ours reads metadata.yaml once with libyaml (`bag_metadata`, cached per file version, shared with `io.bag_inputs`),
+Ours reads metadata.yaml with libyaml (`bag_metadata_document`: cached per file version, shared with
+`io.bag_inputs` in the process, the last 256 files),
 MCAP files through their summary section (`mcap_file`) and sqlite3 files with the standard library
 (`sqlite_file`), and yields ``(connection, log time, CDR bytes)`` in rosbags' order with rosbags' connection ids
 (metadata.yaml's topic list, numbered from 1). A metadata.yaml or storage file it does not handle (older bag
