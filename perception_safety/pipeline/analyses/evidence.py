@@ -168,8 +168,9 @@ def _ped_classes(cfg: EvaluateConfig) -> list[str]:
     return sorted({names[c] for c in (mapper(lab) for lab in PED_LABELS) if c >= 0})
 
 
-def _collision_refs(ev: Evaluation, cfg: EvaluateConfig) -> list[dict[str, Any]]:
-    """E2 collisions of the perception rollout: the last recorded frame of the episode's perception bag."""
+def _collision_refs(ev: Evaluation, cfg: EvaluateConfig, limit: int) -> list[dict[str, Any]]:
+    """E2 collisions of the perception rollout, the first ``limit``: the last recorded frame of the episode's
+    perception bag (each such bag read in full: its last frame is not among the partial's references)."""
     per_ep = (((ev.results.get("returns") or {}).get("E2") or {}).get("per_episode")) or {}
     hit = [ep for ep, d in per_ep.items() if isinstance(d, dict) and (d.get("collided") or {}).get("perception")]
     bags = {r["conditions"].get("episode"): r["path"] for r in ev.results.get("input_roles", [])
@@ -177,7 +178,7 @@ def _collision_refs(ev: Evaluation, cfg: EvaluateConfig) -> list[dict[str, Any]]
     out = []
     for ep in hit:
         bag = bags.get(ep)
-        if bag is None:
+        if bag is None or len(out) >= limit:
             continue
         windows: dict[int, tuple[int, int]] = {}
         try:
@@ -216,7 +217,7 @@ def _first_screen_refs(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> lis
         if len(picked) < 3 and r["episode"] not in {p["episode"] for p in picked}:
             picked.append(r)
     picked += cells.get("false_stop", {}).get("refs", [])[:2]
-    picked += _collision_refs(ev, cfg)[:3]
+    picked += _collision_refs(ev, cfg, 3)
     return picked
 
 
