@@ -65,7 +65,7 @@ def test_bit_set_is_little_endian_words():
 
 def test_umb_model_equals_the_list_built_model_and_checks_the_same():
     chain = _chain()
-    ours = storm_dtmc(chain.indptr, chain.indices, chain.data, chain.initial_states, chain.labels)
+    ours = storm_dtmc(chain.indptr, chain.indices, chain.data, chain.initial_states, chain.labels, via="archive")
     ref = _list_built(chain)
     assert (ours.nr_states, ours.nr_transitions) == (ref.nr_states, ref.nr_transitions) == (
         chain.n_states, chain.n_transitions)
@@ -88,7 +88,7 @@ def _bounds(chain):
 def test_interval_model_equals_the_list_built_interval_model():
     chain = _chain()
     bounds = _bounds(chain)
-    ours = storm_dtmc(chain.indptr, chain.indices, bounds, chain.initial_states, chain.labels)
+    ours = storm_dtmc(chain.indptr, chain.indices, bounds, chain.initial_states, chain.labels, via="archive")
     ref = _list_built(chain, bounds)
     assert type(ours) is type(ref) and ours.nr_transitions == ref.nr_transitions == chain.n_transitions
 
@@ -121,3 +121,43 @@ def test_archive_holds_the_arrays_storm_itself_exports(tmp_path, interval):
     assert set(storm) == set(ours)
     for name, payload in storm.items():
         assert ours[name] == payload, name
+
+
+@pytest.mark.parametrize("interval", [False, True])
+def test_small_chains_go_through_lists_and_give_the_archive_model(monkeypatch, interval):
+    """Up to LIST_TRANSITIONS transitions `storm_dtmc` uses stormpy's list builder (no archive written); the model
+    and what Storm computes on it are the archive's, bit for bit (point and interval DTMC)."""
+    from perception_safety.verification import storm_umb
+
+    chain = _chain()
+    data = _bounds(chain) if interval else chain.data
+    written = []
+    real_write = storm_umb.write_umb
+    monkeypatch.setattr(storm_umb, "write_umb", lambda *a: written.append(1) or real_write(*a))
+    args = (chain.indptr, chain.indices, data, chain.initial_states, chain.labels)
+    small = storm_dtmc(*args)
+    assert chain.n_transitions <= storm_umb.LIST_TRANSITIONS and written == []
+    archived = storm_dtmc(*args, via="archive")
+    assert written == [1]
+    monkeypatch.setattr(storm_umb, "LIST_TRANSITIONS", chain.n_transitions - 1)
+    storm_dtmc(*args)
+    assert written == [1, 1]  # above the threshold: the archive again
+
+    def entries(model):
+        return [(r, e.column, *((e.value.lower(), e.value.upper()) if interval else (e.value,)))
+                for r in range(model.nr_states) for e in model.transition_matrix.get_row(r)]
+
+    assert type(small) is type(archived) and entries(small) == entries(archived)
+    for name in archived.labeling.get_labels():
+        assert list(small.labeling.get_states(name)) == list(archived.labeling.get_states(name)), name
+    prop = stormpy.parse_properties('P=? [F "stop_at_k"]')[0]
+    if interval:
+        mode = stormpy.UncertaintyResolutionMode.MAXIMIZE
+        a = stormpy.model_checking(small, prop, uncertainty_resolution_mode=mode).get_value_vector()
+        b = stormpy.model_checking(archived, prop, uncertainty_resolution_mode=mode).get_value_vector()
+    else:
+        a = stormpy.model_checking(small, prop).get_value_vector()
+        b = stormpy.model_checking(archived, prop).get_value_vector()
+    assert list(a) == list(b)
+    with pytest.raises(ValueError, match="via"):
+        storm_dtmc(*args, via="pipe")
