@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from perception_safety.evaluation.pcd.compute import PCDResult
-from perception_safety.report.figure_save import save_figure
+from perception_safety.report.figure_save import Margins, fixed_grid, save_figure
 
 
 def draw_fit(ax: Axes, result: PCDResult, title: str = "") -> None:
@@ -73,12 +73,17 @@ def _save(fig: Figure, path: str | Path, width_px: int | None) -> Path:
     return save_figure(fig, path, 110, width_px)
 
 
+FIT_MARGINS: Margins = (0.75, 0.15, 0.55, 0.35, 0.3, 0.0)
+"""`fits_figure`: tick labels and the y label left, the distance label below, the panel titles above (inches)."""
+SURFACE_MARGINS: Margins = (0.65, 0.15, 0.55, 0.35, 0.6, 0.0)
+"""`surfaces_figure`: as `FIT_MARGINS`; each panel's colour bar takes its room from the panel."""
+
+
 def fits_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path, width_px: int | None = None) -> Path:
     """One panel per input (side by side, shared y axis) with `draw_fit`; writes a PNG (``width_px``: drawn for
     the report, `figure_save`)."""
     k = max(1, len(results))
-    fig = Figure(figsize=(6.0 * k, 4.5), layout="constrained")
-    axes = fig.subplots(1, k, squeeze=False, sharey=True)[0]
+    fig, axes = fixed_grid(k, k, 6.0, 4.0, margins=FIT_MARGINS)  # 6k x 4.5 in, no layout pass
     for ax, (label, res) in zip(axes, results, strict=False):
         draw_fit(ax, res, f"{label} ({res.model}): {len(res.change_points.distances)} change point(s)")
     return _save(fig, path, width_px)
@@ -89,8 +94,7 @@ def surfaces_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path, 
     """One PCD-surface heatmap per input, each with its own colour bar (ranges may differ a lot); writes a PNG
     (``width_px``: drawn for the report, `figure_save`)."""
     k = max(1, len(results))
-    fig = Figure(figsize=(5.6 * k, 4.5), layout="constrained")
-    axes = fig.subplots(1, k, squeeze=False)[0]
+    fig, axes = fixed_grid(k, k, 5.6, 4.0, sharey=False, margins=SURFACE_MARGINS)  # 5.6k x 4.5 in
     for ax, (label, res) in zip(axes, results, strict=False):
         ci = ""
         if res.interval is not None:
