@@ -61,7 +61,8 @@ class ChunkIndex:
     compressed_size: int
     size: int
     channels: frozenset[int]
-    """Channels the chunk holds (rosbags' rule: a message-index record whose span is not exactly empty)."""
+    """Channels the chunk holds (rosbags' rule: the span up to the next message-index record, less its 15-byte
+    head, holds a non-zero number of 16-byte entries, rounded down)."""
 
 
 def _decompressor(name: str) -> Callable[[bytes], bytes]:
@@ -125,7 +126,7 @@ def _qos_of(metadata: bytes) -> str | None:
 
 
 class McapFile:
-    """An MCAP file opened through its summary; `channels` and `messages` (module docstring)."""
+    """An MCAP file opened through its summary: its `channels`, `chunks` and `plan` (module docstring)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -216,7 +217,7 @@ class McapFile:
         compression = rec.text()
         compressed_size, size = rec.u64(), rec.u64()
         stops = [off for off, _ in table[1:]] + [offset + length + index_length]
-        channels = frozenset(ch for (off, ch), stop in zip(table, stops, strict=True) if stop - off - 15 != 0)
+        channels = frozenset(ch for (off, ch), stop in zip(table, stops, strict=True) if (stop - off - 15) // 16)
         if offset + 49 + len(compression.encode()) + compressed_size > self.size:
             raise Unhandled("chunk beyond the end of the file")
         return ChunkIndex(start, end, offset, compression, compressed_size, size, channels)

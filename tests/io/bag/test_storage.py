@@ -219,3 +219,32 @@ def test_chunks_compressed_otherwise_read_as_rosbags_reads_them(tmp_path, name):
         f.close()
     got, note, kind = ours(bag)
     assert kind is FastBag and note == "" and got == want
+
+
+def test_which_chunks_hold_a_channel_follows_the_message_index_spans_as_rosbags_counts_them(tmp_path):
+    """A message-index offset moved so that its span holds less than one 16-byte entry: rosbags then skips the
+    chunk when only that channel is wanted, and so does our reader (same messages)."""
+    import struct
+
+    bag = write_bag(tmp_path / "bag", random_messages(80, seed=4, image_bytes=40_000))  # several chunks
+    path = next(bag.glob("*.mcap"))
+    data = bytearray(path.read_bytes())
+    before = {cid: len(reference(bag, lambda c, cid=cid: c.id == cid)) for cid in (1, 2, 3, 4)}
+    pos = struct.unpack_from("<Q", data, len(data) - 8 - 20)[0]
+    moved = set()
+    while data[pos] not in (0x02, 0x0E):
+        length = struct.unpack_from("<Q", data, pos + 1)[0]
+        if data[pos] == 0x08 and not moved:
+            n = struct.unpack_from("<I", data, pos + 9 + 32)[0]
+            entries = sorted((*struct.unpack_from("<HQ", data, pos + 9 + 36 + k)[::-1], k) for k in range(0, n, 10))
+            (_, channel, k), (second, _, _) = entries[0], entries[1]
+            struct.pack_into("<Q", data, pos + 9 + 36 + k + 2, second - 15 - 10)  # a span of 10 bytes: 0 entries
+            moved.add(channel)
+        pos += 9 + length
+    path.write_bytes(bytes(data))
+    (channel,) = moved
+    for keep in (lambda c: c.id == channel, lambda c: True):
+        want = reference(bag, keep)
+        got, note, kind = ours(bag, keep)
+        assert kind is FastBag and note == "" and got == want
+    assert 0 < len(reference(bag, lambda c: c.id == channel)) < before[channel]  # the first chunk skipped
