@@ -47,6 +47,7 @@ def precision_at_recall_points(
         unit = order if episode is None else np.asarray(episode, dtype=np.int64)[order]
         n = np.asarray(n_gt, dtype=np.float64).reshape(-1)
     out = np.zeros((len(w), tp.shape[0], len(RECALL_POINTS)))
+    w = _counts(w, len(order))
     for t in range(tp.shape[0] if tp.shape[1] else 0):
         out[:, t] = _at_recall_points(tp[t], fp[t], w, unit, n)
     if weights is None:
@@ -55,13 +56,26 @@ def precision_at_recall_points(
     return out
 
 
+def _counts(w: np.ndarray, ranks: int) -> np.ndarray:
+    """The weights, which must be whole non-negative counts (a resample's draws: the search for each recall point's
+    first rank compares integer counts); as int32 when their sums over ``ranks`` ranks fit, so the running sums are
+    exact integers in half the memory traffic of float64 and the precision from them is the float64 computation's,
+    bit for bit."""
+    if not (np.all(np.isfinite(w)) and np.all(w >= 0) and np.all(w == np.floor(w))):
+        raise ValueError("weights must be whole non-negative counts (how often each unit was drawn)")
+    if w.size and float(w.max()) * max(ranks, 1) < 2**31:
+        return w.astype(np.int32)
+    return w
+
+
 def _cumsum_at(flags: np.ndarray, w: np.ndarray, unit: np.ndarray, at: np.ndarray) -> np.ndarray:
     """``(B, len(at))``: per row, the weight (``w`` of each rank's ``unit``) summed over the flagged ranks up to and
     including each rank in ``at``."""
     pos = np.flatnonzero(flags)
     if pos.size == 0:
-        return np.zeros((len(w), len(at)))
-    sums = np.cumsum(np.concatenate([np.zeros((len(w), 1)), w.take(unit[pos], axis=1)], axis=1), axis=1)
+        return np.zeros((len(w), len(at)), dtype=w.dtype)
+    sums = np.cumsum(np.concatenate([np.zeros((len(w), 1), dtype=w.dtype), w.take(unit[pos], axis=1)], axis=1),
+                     axis=1, dtype=w.dtype)
     return sums.take(np.searchsorted(pos, at, side="right"), axis=1)
 
 
@@ -87,9 +101,10 @@ def _at_recall_points(tp: np.ndarray, fp: np.ndarray, w: np.ndarray, unit: np.nd
     rows, k, s = len(w), len(RECALL_POINTS), rise.size
     if s == 0:
         return np.zeros((rows, k))
-    tps = np.cumsum(w.take(unit[rise], axis=1), axis=1)  # integer-valued: exact
-    fps = _cumsum_at(fp, w, unit, rise)
-    precision = np.append((tps / (tps + fps + EPS)).ravel(), 0.0)
+    counts = np.cumsum(w.take(unit[rise], axis=1), axis=1, dtype=w.dtype)  # integer-valued: exact
+    seen = (counts + _cumsum_at(fp, w, unit, rise)).astype(np.float64, copy=False)
+    tps = counts.astype(np.float64, copy=False)
+    precision = np.append((tps / (seen + EPS)).ravel(), 0.0)
     offset = (np.arange(rows) * (np.max(n, initial=0.0) + tps[:, -1].max() + 2.0))[:, None]
     first = np.searchsorted((tps + offset).ravel(), (_first_counts(n) + offset).ravel(), side="left")
     first = first.reshape(rows, k) - (np.arange(rows) * s)[:, None]  # rank within the row; s = never reached

@@ -74,3 +74,19 @@ def test_edge_cases_no_true_positive_no_detection_no_ground_truth() -> None:
     # one true positive of one object: precision 1 (COCO's 1 / (1 + eps)) at every recall point
     assert np.array_equal(precision_at_recall_points(np.ones(1), np.ones((1, 1), bool), np.zeros((1, 1), bool), 1.0),
                           np.full((1, 101), 1 / (1 + EPS)))  # fmt: skip
+
+
+def test_huge_counts_take_the_float_path_and_fractional_weights_are_refused() -> None:
+    """Draw counts run on exact int32 sums (the tests above); counts whose sums could overflow int32 keep float64
+    sums, against the same reference. Weights that are not whole counts are refused: the first rank reaching a
+    recall point is found by integer counts, and such weights gave wrong precision (0.48 off in this case)."""
+    import pytest
+
+    scores, tp, fp, episode, gt, weights = _case(7)
+    w = weights * 2.0**30
+    n_gt = w @ gt
+    got = precision_at_recall_points(scores, tp, fp, n_gt, w, episode)
+    assert np.array_equal(got, _reference(scores, tp, fp, n_gt, w[:, episode]), equal_nan=True)
+    for bad in (weights * 0.5 + 0.25, -weights, weights * np.nan):
+        with pytest.raises(ValueError, match="whole non-negative counts"):
+            precision_at_recall_points(scores, tp, fp, bad @ gt, bad, episode)
