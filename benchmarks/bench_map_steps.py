@@ -8,6 +8,7 @@ map in worker processes costs; in-process `evaluate` reduces the partials as bui
 (`evaluate.reduce_partials`). The per-copy read is not repeated (that is perfread's part).
 
 Usage: python benchmarks/bench_map_steps.py --demo /work/demo_out [--copies 16] [--out DIR]
+(PYTHONPATH set to an older checkout measures that code with the same script.)
 """
 
 from __future__ import annotations
@@ -33,7 +34,21 @@ import perception_safety.pipeline.verdicts as verdicts
 from perception_safety.io.bag import BagReadReport
 from perception_safety.io.bag_inputs import select_bags
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
-from perception_safety.pipeline.partials import partial_text, read_partial
+
+try:
+    from perception_safety.pipeline.partials import partial_text, read_partial
+
+    READS_BACK = False  # in-process, evaluate reduces the partials as built
+except ImportError:  # an older checkout on PYTHONPATH (before/after comparisons): plain JSON partials
+    import json
+
+    def partial_text(partial):
+        return json.dumps(partial)
+
+    def read_partial(text, name):
+        return json.loads(text)
+
+    READS_BACK = True
 
 STEPS = [(evaluate, "screen_frames"), (evaluate, "confusion_part"), (evaluate, "episode_samples"),
          (evaluate, "speed_band_parts"), (evaluate, "size_band_parts"), (evaluate, "run_oracle"),
@@ -62,7 +77,7 @@ class Clock:
 @contextmanager
 def timed_steps(clock: Clock) -> Iterator[None]:
     """Every function of `STEPS` (and `FrameBatch.from_frames`) timed while inside."""
-    saved = [(mod, name, getattr(mod, name)) for mod, name in STEPS]
+    saved = [(mod, name, getattr(mod, name)) for mod, name in STEPS if hasattr(mod, name)]
     from_frames = batch_mod.FrameBatch.__dict__["from_frames"].__func__
     for mod, name, fn in saved:
         setattr(mod, name, clock.wrap(name, fn))
@@ -118,6 +133,9 @@ def main() -> None:
           + " / ".join(f"{v:.1f}" for v in os.getloadavg()))
     for name, s in sorted(clock.s.items(), key=lambda kv: -kv[1]):
         print(f"  {name:<40}{s:8.3f} CPU s")
+    steps = ["map (run_pass, after the read)", "partial JSON text (map)", "reduce_partials"]
+    steps += ["partials read back (workers only)"] if READS_BACK else []
+    print(f"in-process evaluate after the read ({' + '.join(steps)}): {sum(clock.s[k] for k in steps):.3f} CPU s")
     _ = breakdowns  # imported so its module-level names exist before the steps are wrapped
 
 
