@@ -104,8 +104,12 @@ class Thumb:
 
 
 def _window_of(ref: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The reference's recording window, or None (absent or not two ordered int64 log times: read the bag)."""
     w = ref.get("log_ns")
-    return (int(w[0]), int(w[1])) if isinstance(w, (list, tuple)) and len(w) == 2 else None
+    if not isinstance(w, (list, tuple)) or len(w) != 2 or not all(type(v) is int for v in w):
+        return None
+    lo, hi = w
+    return (lo, hi) if -(2**63) <= lo <= hi < 2**63 - 1 else None
 
 
 def _shrink(refs: Sequence[Mapping[str, Any]], widths: Sequence[int], crop: bool,

@@ -99,3 +99,12 @@ def test_a_near_object_is_drawn_from_a_coarse_decode_like_from_the_full_image(tm
     red = (np.abs(a - np.array(MISSED)[::-1]).sum(axis=2) < 90).sum()
     assert red > 100  # the missed box and its label are there, as large as from the full image
     assert abs(red - (np.abs(b - np.array(MISSED)[::-1]).sum(axis=2) < 90).sum()) < 0.3 * red
+
+
+def test_a_malformed_recording_window_falls_back_to_reading_the_bag(tmp_path):
+    write_frames(tmp_path / "bag", [_frame()], jpeg_quality=90)
+    cfg = EvaluateConfig()
+    base = {"bag": str(tmp_path / "bag"), "stamp_ns": 0, "box": [900, 300, 940, 400], "kind": "missed"}
+    bad = [{**base, "log_ns": w} for w in (["0", "0"], [5, 1], [0.5, 1], [0, 2**70], "0-1", [True, 1], None)]
+    got = thumbnails(bad, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=10)
+    assert all(t.jpeg is not None and not t.seeked for t in got)  # pictures from the whole bag, no crash
