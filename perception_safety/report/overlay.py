@@ -96,6 +96,20 @@ def scaled_frame(frame: Frame, sx: float, sy: float) -> Frame:
                    ground_truth=tuple(replace(g, box=box(g.box)) for g in frame.ground_truth))
 
 
+def tint_region(img: np.ndarray, poly: np.ndarray, colour: tuple[int, int, int], alpha: float) -> None:
+    """Blend ``colour`` into ``img`` inside the polygon (weight ``alpha``), in place, working only on the
+    polygon's bounding box (outside it the blend of a pixel with itself is the pixel: the same picture as blending
+    a tinted copy of the whole image, for a fraction of the copying)."""
+    x0, y0 = np.maximum(poly.min(axis=0), 0)
+    x1, y1 = np.minimum(poly.max(axis=0) + 1, (img.shape[1], img.shape[0]))
+    if x1 <= x0 or y1 <= y0:
+        return
+    roi = img[y0:y1, x0:x1]
+    tint = roi.copy()
+    cv2.fillPoly(tint, [poly - np.array([x0, y0], dtype=np.int32)], colour)
+    cv2.addWeighted(tint, alpha, roi, 1.0 - alpha, 0.0, dst=roi)
+
+
 def region_polygons(frame: Frame, config: MonitorsConfig, size: tuple[int, int]) -> dict[str, np.ndarray]:
     """The regions' polygons (pixels) on an image of ``size`` (width, height); shared with `ros.annotations`."""
     from perception_safety.monitors.regions.outline import region_outlines
@@ -229,9 +243,7 @@ def draw_overlay(
         frame = scaled_frame(frame, sx, sy)
     if "warning" in outlines:
         poly = np.round(outlines["warning"]).astype(np.int32)
-        tint = img.copy()
-        cv2.fillPoly(tint, [poly], WARNING_FILL)
-        cv2.addWeighted(tint, 0.18, img, 0.82, 0.0, dst=img)
+        tint_region(img, poly, WARNING_FILL, 0.18)
         cv2.polylines(img, [poly], True, WARNING_FILL, thick, cv2.LINE_8)
     if "danger" in outlines:
         cv2.polylines(img, [np.round(outlines["danger"]).astype(np.int32)], True, DANGER, thick, cv2.LINE_8)

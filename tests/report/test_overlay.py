@@ -89,3 +89,18 @@ def test_ground_truth_is_matched_and_misses_and_false_detections_are_marked_with
     assert _has(img, 30, 148, 153, FALSE_DET)  # the detection matching nothing: pink
     legend = img[H - 60:, W - 120:]
     assert (legend == np.array(MISSED, np.uint8)).all(axis=2).sum() > 10  # the legend's swatch of 'missed'
+
+
+def test_tinting_a_region_equals_blending_a_tinted_copy_of_the_whole_image():
+    from perception_safety.report.overlay import tint_region
+
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        img = rng.integers(0, 256, (72, 96, 3), dtype=np.uint8)
+        poly = rng.integers(-60, 160, (int(rng.integers(3, 7)), 2)).astype(np.int32)  # partly or wholly outside
+        want = img.copy()
+        tint = want.copy()  # the straightforward way: tint a copy of the whole image, blend it all
+        cv2.fillPoly(tint, [poly], (255, 200, 0))
+        cv2.addWeighted(tint, 0.18, want, 0.82, 0.0, dst=want)
+        tint_region(img, poly, (255, 200, 0), 0.18)
+        assert np.array_equal(img, want)
