@@ -21,6 +21,25 @@ def centre_candidate_pairs(batch: FrameBatch, max_distance: float) -> tuple[np.n
     det_frame = np.repeat(np.arange(batch.n_frames, dtype=np.int64), np.diff(batch.det_offsets))
     gt_frame = np.repeat(np.arange(batch.n_frames, dtype=np.int64), np.diff(batch.gt_offsets))
     dc, gc = box_centres(batch.det_boxes), box_centres(batch.gt_boxes)
+    # A centre with a NaN or infinite coordinate is at no finite distance (weight 0): it takes part in no pair, and
+    # only finite centres set the join's extent (one such box would make every key NaN or infinite).
+    d_ok, g_ok = np.isfinite(dc).all(axis=1), np.isfinite(gc).all(axis=1)
+    if not (d_ok.all() and g_ok.all()):
+        d_idx, g_idx = np.flatnonzero(d_ok), np.flatnonzero(g_ok)
+        if len(d_idx) == 0 or len(g_idx) == 0:
+            return empty, empty, np.zeros(0)
+        dc, gc, det_frame, gt_frame = dc[d_idx], gc[g_idx], det_frame[d_idx], gt_frame[g_idx]
+        di, gi, w = _window_pairs(dc, gc, det_frame, gt_frame, max_distance)
+        return d_idx[di], g_idx[gi], w
+    return _window_pairs(dc, gc, det_frame, gt_frame, max_distance)
+
+
+def _window_pairs(
+    dc: np.ndarray, gc: np.ndarray, det_frame: np.ndarray, gt_frame: np.ndarray, max_distance: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`centre_candidate_pairs` of finite centres (indices into ``dc`` / ``gc``, detections in order)."""
+    empty = np.zeros(0, dtype=np.int64)
+    n_det = len(dc)
     lo_x = min(float(dc[:, 0].min()), float(gc[:, 0].min())) - max_distance - 1.0
     stride = max(float(dc[:, 0].max()), float(gc[:, 0].max())) - lo_x + 2.0 * max_distance + 2.0
     key_g = gt_frame * stride + (gc[:, 0] - lo_x)

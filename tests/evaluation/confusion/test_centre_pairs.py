@@ -51,3 +51,26 @@ def total_weight(batch: FrameBatch, match: np.ndarray) -> float:
     dc = (batch.det_boxes[match[gi], :2] + batch.det_boxes[match[gi], 2:]) / 2
     gc = (batch.gt_boxes[gi, :2] + batch.gt_boxes[gi, 2:]) / 2
     return float(np.sum(1 - np.hypot(*(dc - gc).T) / 1.5))
+
+
+def test_a_box_without_a_finite_centre_leaves_the_other_frames_matched():
+    """A NaN or infinite box is at no distance from anything (per-frame `match_centres` pairs it with nothing); it
+    must not change the other frames' matching (before: it made the join's extent NaN and every pair vanished)."""
+    cfg = ConfusionConfig(classes={"ped": ["ped"]}, matching="centre_distance", centre_distance_m=1.5)
+    frames = random_frames(60, 11)
+    clean = FrameBatch.from_frames(frames, ClassMapper(cfg))
+    want, _ = match_batch(clean, cfg.iou_threshold, False, "centre_distance", 1.5)
+    assert (want >= 0).sum() > 20
+    for bad in (np.nan, np.inf, -np.inf):
+        det, gt = clean.det_boxes.copy(), clean.gt_boxes.copy()
+        det[0, 0], gt[-1, 2] = bad, bad
+        batch = FrameBatch(clean.det_offsets, det, clean.det_classes, clean.gt_offsets, gt, clean.gt_classes,
+                           clean.gt_distances)  # fmt: skip
+        with np.errstate(invalid="ignore"):
+            got, _ = match_batch(batch, cfg.iou_threshold, False, "centre_distance", 1.5)
+        gt_frame = np.repeat(np.arange(clean.n_frames), np.diff(clean.gt_offsets))
+        det_frame = np.repeat(np.arange(clean.n_frames), np.diff(clean.det_offsets))
+        other = (gt_frame != det_frame[0]) & (gt_frame != gt_frame[-1])  # frames holding neither bad box
+        assert other.sum() > 100
+        np.testing.assert_array_equal(got[other], want[other])
+        assert got[-1] == -1 and (got != 0).all()
