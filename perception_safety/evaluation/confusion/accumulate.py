@@ -26,12 +26,11 @@ import numpy as np
 
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.batch import FrameBatch
-from perception_safety.evaluation.confusion.binning import bin_index
 from perception_safety.evaluation.confusion.clusters import ClusterCounts, batch_counts
 from perception_safety.evaluation.confusion.combine import UNMATCHED_BY_BIN, sum_confusions
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
-from perception_safety.evaluation.confusion.ground_distance import detection_distances
-from perception_safety.evaluation.confusion.matching import frame_index, match_batch
+from perception_safety.evaluation.confusion.matching import match_batch
+from perception_safety.evaluation.confusion.rows import MatchedRows
 from perception_safety.evaluation.confusion.types import DistanceConfusion, proposition_labels, subset_lookup
 from perception_safety.evaluation.confusion.windows import WindowVotes
 
@@ -99,22 +98,18 @@ class ConfusionAccumulator:
 
     def add_batch(self, batch: FrameBatch) -> ConfusionAccumulator:
         """Match, bin and count one columnar batch (Algorithms 1 and 2)."""
+        return self.add_rows(MatchedRows.of(batch, self.config))
+
+    def add_rows(self, rows: MatchedRows) -> ConfusionAccumulator:
+        """Count a matched batch or a selection of its rows (`rows.MatchedRows`; matched with this config)."""
         cfg = self.config
         n_cls = len(cfg.classes)
         c1 = n_cls + 1
         n_bins = len(cfg.bins)
-        n_f = batch.n_frames
+        n_f = rows.n_frames
         p = len(self._lut)
-        det_frame, gt_frame = frame_index(batch.det_offsets), frame_index(batch.gt_offsets)
-        gt_match, fallback = match_batch(
-            batch, cfg.iou_threshold, cfg.class_aware, cfg.matching, cfg.centre_distance_m, (det_frame, gt_frame)
-        )
-        n_det = len(batch.det_boxes)
-        # gt_match -1 (missed) takes the appended last entry: ``empty`` (Remark 1).
-        pred = np.append(batch.det_classes, n_cls).take(gt_match)
-        true = batch.gt_classes
-        dist = batch.gt_distances
-        b = bin_index(dist, self._edges)
+        gt_frame, pred, true, b = rows.gt_frame, rows.gt_pred, rows.gt_true, rows.gt_bin
+        dist = rows.gt_dist
         valid = b >= 0
         valid &= b < n_bins
         kept = np.flatnonzero(valid)  # a gather by index is several times faster than a boolean mask here
@@ -145,34 +140,24 @@ class ConfusionAccumulator:
             p, p
         )
         if self._votes is not None:  # sample_unit track_window (`windows`): votes instead of counts
-            if batch.frame_stamps is None or batch.gt_tracks is None:
+            if rows.frame_stamps is None or rows.gt_tracks is None:
                 raise ValueError(
                     "sample_unit track_window needs frame stamps and ground-truth track ids; this input (e.g. a CSV "
                     "dataset) has none: use sample_unit frame"
                 )
-            win = batch.frame_stamps // self._votes.window_ns
-            self._votes.add_objects(batch.gt_tracks[kept], win[fv], bv, tv, pv)
+            win = rows.frame_stamps // self._votes.window_ns
+            self._votes.add_objects(rows.gt_tracks[kept], win[fv], bv, tv, pv)
             self._votes.add_cells(np.repeat(win, n_bins), cell_bin, self._lut[pred_mask], self._lut[true_mask])
             self._votes.add_cells(win, np.full(n_f, -1), self._lut[frame_pred], self._lut[frame_true])
 
         # Report counters.
-        det_matched = np.zeros(n_det + 1, dtype=bool)  # the last entry takes the -1 of missed objects
-        det_matched[gt_match] = True
-        det_matched = det_matched[:n_det]
-        det_out = np.zeros(n_det + 1, dtype=bool)
-        det_out[gt_match[~valid]] = True
-        det_out = det_out[:n_det]
+        det_matched, det_out = rows.det_matched, rows.det_out
         un = np.flatnonzero(~det_matched)
-        un_frame = det_frame[un]
-        un_bin = np.full(len(un), n_bins, dtype=np.int64)
-        carried = batch.det_distances[un] if batch.det_distances is not None else np.full(len(un), np.nan)
-        if len(un) and (cfg.ground_camera is not None or np.isfinite(carried).any()):
-            d = detection_distances(carried, batch.det_boxes[un, 3], cfg.ground_camera)
-            kb = bin_index(np.nan_to_num(d, nan=-1.0), self._edges)
-            un_bin = np.where(np.isfinite(d) & (kb >= 0) & (kb < n_bins), kb, n_bins)
-        un_cls = batch.det_classes[un]
+        un_frame = rows.det_frame[un]
+        un_bin = rows.det_bin[un]
+        un_cls = rows.det_cls[un]
         np.add.at(self.unannotated_by_bin, (un_bin, un_cls), 1)
-        episodes = batch.frame_episodes if batch.frame_episodes is not None else np.full(n_f, "", dtype=object)
+        episodes = rows.frame_episodes if rows.frame_episodes is not None else np.full(n_f, "", dtype=object)
         episodes = np.where(episodes == "", self.episode, episodes)
         part = batch_counts(episodes, c1, (gt_frame, b, pred, true), empty_cells, (un_frame, un_cls, un_bin))
         self.clusters = self.clusters.merge(part)
@@ -183,14 +168,14 @@ class ConfusionAccumulator:
         c["ground_truth_binned"] += len(kept)
         c["ground_truth_below_range"] += int((dist < self._edges[0]).sum())
         c["ground_truth_beyond_range"] += int((dist >= self._edges[-1]).sum())
-        c["detections"] += n_det
+        c["detections"] += len(det_matched)
         c["detections_matched"] += int(det_matched.sum())
         c["detections_matched_out_of_range"] += int(det_out.sum())
         c["detections_unannotated"] += len(un)
-        c["hungarian_fallback_frames"] += fallback
+        c["hungarian_fallback_frames"] += len(rows.hard_frame)
         self.unannotated_by_class += np.bincount(un_cls, minlength=n_cls)[:n_cls]
-        self.unmapped_detections.update(batch.unmapped_detections)
-        self.unmapped_ground_truth.update(batch.unmapped_ground_truth)
+        self.unmapped_detections.update(rows.unmapped_detections)
+        self.unmapped_ground_truth.update(rows.unmapped_ground_truth)
         return self
 
     def merge(self, other: ConfusionAccumulator) -> ConfusionAccumulator:

@@ -163,6 +163,25 @@ def match_batch(
     `match_boxes` whole. Also returns how many frames did. ``frames``: ``(det_frame, gt_frame)``
     (`frame_index` of the batch's offsets) when the caller has them already.
     """
+    gt_match, hard_frames, _ = match_batch_groups(batch, iou_threshold, class_aware, matching, max_distance, frames)
+    return gt_match, len(hard_frames)
+
+
+def match_batch_groups(
+    batch: FrameBatch,
+    iou_threshold: float,
+    class_aware: bool,
+    matching: str = "iou",
+    max_distance: float = 2.0,
+    frames: tuple[np.ndarray, np.ndarray] | None = None,
+    groups: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """`match_batch` with the per-frame fallbacks named: ``(gt_match, hard_frames, hard_groups)``.
+
+    ``groups``: ``(det_group, gt_group)``, an integer per box; only boxes of the same group may pair, so the result
+    equals matching each group's boxes on their own (e.g. one object-size band), every group's frames solved
+    apart; a (frame, group) that needs `match_boxes` is listed once (``hard_groups`` all 0 without groups).
+    """
     n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
     gt_match = np.full(n_gt, -1, dtype=np.int64)
     if matching == "centre_distance":  # 3D object lists: weight 1 - d / max_distance (core.matching.match_centres)
@@ -174,9 +193,11 @@ def match_batch(
         adm = iou >= iou_threshold
         adm &= iou > 0.0
     if len(di) == 0:
-        return gt_match, 0
+        return gt_match, _EMPTY, _EMPTY
     if class_aware:
         adm &= batch.det_classes.take(di) == batch.gt_classes.take(gi)
+    if groups is not None:
+        adm &= groups[0].take(di) == groups[1].take(gi)
     keep = np.flatnonzero(adm)  # a gather by index is several times faster than a boolean mask here
     ed, eg, ew = di.take(keep), gi.take(keep), iou.take(keep)
     # A pair is simple when its detection and its object are in no other admissible pair; ``ed`` is sorted (the
@@ -188,24 +209,30 @@ def match_batch(
     one = np.flatnonzero(simple)
     gt_match[eg.take(one)] = ed.take(one)
     rest = np.flatnonzero(~simple)
-    fallback = np.zeros(batch.n_frames, dtype=bool)
-    if len(rest):
-        chosen, unresolved, _ = small_component_matchings(ed.take(rest), eg.take(rest), ew.take(rest), n_det)
-        gt_match[eg[rest[chosen]]] = ed[rest[chosen]]
-        edge_frame = np.searchsorted(batch.gt_offsets, eg[rest[unresolved]], side="right") - 1
-        fallback[edge_frame] = True
-    hard = np.flatnonzero(fallback)
-    for f in hard.tolist():
-        d0, d1 = int(batch.det_offsets[f]), int(batch.det_offsets[f + 1])
-        g0, g1 = int(batch.gt_offsets[f]), int(batch.gt_offsets[f + 1])
-        m = (match_centres if matching == "centre_distance" else match_boxes)(
-            batch.det_boxes[d0:d1],
-            batch.gt_boxes[g0:g1],
+    if len(rest) == 0:
+        return gt_match, _EMPTY, _EMPTY
+    chosen, unresolved, _ = small_component_matchings(ed.take(rest), eg.take(rest), ew.take(rest), n_det)
+    gt_match[eg[rest[chosen]]] = ed[rest[chosen]]
+    hard_gt = eg[rest[unresolved]]
+    if len(hard_gt) == 0:
+        return gt_match, _EMPTY, _EMPTY
+    edge_frame = np.searchsorted(batch.gt_offsets, hard_gt, side="right") - 1
+    edge_group = groups[1].take(hard_gt) if groups is not None else np.zeros(len(hard_gt), dtype=np.int64)
+    hard = np.unique(np.stack([edge_frame, edge_group], axis=1), axis=0)  # by frame, then group
+    solve = match_centres if matching == "centre_distance" else match_boxes
+    for f, grp in hard.tolist():
+        d = np.arange(batch.det_offsets[f], batch.det_offsets[f + 1])
+        g = np.arange(batch.gt_offsets[f], batch.gt_offsets[f + 1])
+        if groups is not None:
+            d, g = d[groups[0][d] == grp], g[groups[1][g] == grp]
+        m = solve(
+            batch.det_boxes[d],
+            batch.gt_boxes[g],
             max_distance if matching == "centre_distance" else iou_threshold,
-            batch.det_classes[d0:d1].tolist(),
-            batch.gt_classes[g0:g1].tolist(),
+            batch.det_classes[d].tolist(),
+            batch.gt_classes[g].tolist(),
             class_aware,
         )
-        gt_match[g0:g1] = -1
-        gt_match[g0 + m.gt_indices] = d0 + m.det_indices
-    return gt_match, len(hard)
+        gt_match[g] = -1
+        gt_match[g[m.gt_indices]] = d[m.det_indices]
+    return gt_match, hard[:, 0].copy(), hard[:, 1].copy()
