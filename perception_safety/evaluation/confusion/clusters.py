@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -65,10 +66,18 @@ class ClusterCounts:
 
     @classmethod
     def empty(cls, n_bins: int, n_labels: int) -> ClusterCounts:
-        z = np.zeros
-        return cls(
-            (), z((0, n_bins, n_labels, n_labels)), z((0, n_labels, n_labels)), z((0, n_bins + 1, n_labels - 1)), z(0)
-        )
+        return _empty(n_bins, n_labels)  # immutable: one per shape
+
+    @classmethod
+    def _built(cls, ids: tuple[str, ...], *arrays: np.ndarray) -> ClusterCounts:
+        """From arrays this module has just counted (int64, non-negative, shapes consistent, not shared): made
+        read-only without the copy and checks of the constructor (the map makes ~10 per episode)."""
+        out = object.__new__(cls)
+        for name, value in zip(("ids", *_ARRAYS, "unit"), (ids, *arrays, UNIT), strict=True):
+            if isinstance(value, np.ndarray):
+                value.setflags(write=False)
+            object.__setattr__(out, name, value)
+        return out
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -145,6 +154,14 @@ class ClusterCounts:
         return self.unmatched[:, list(bins)].sum(axis=1)[:, label]
 
 
+@lru_cache(maxsize=16)
+def _empty(n_bins: int, n_labels: int) -> ClusterCounts:
+    z = np.zeros
+    return ClusterCounts(
+        (), z((0, n_bins, n_labels, n_labels)), z((0, n_labels, n_labels)), z((0, n_bins + 1, n_labels - 1)), z(0)
+    )
+
+
 def merge_all(parts: Sequence[ClusterCounts | None]) -> ClusterCounts | None:
     """The merge over parts; None as soon as one part has no cluster information (cannot be attributed)."""
     if not parts or any(p is None for p in parts):
@@ -200,4 +217,5 @@ def batch_counts(
         (dc[dk] * (n_bins + 1) + d_bin[dk]) * (c1 - 1) + d_class[dk], minlength=k * (n_bins + 1) * (c1 - 1)
     )
     frames = np.bincount(fk, minlength=k)
-    return ClusterCounts(tuple(ids.tolist()), class_cm, pooled, um.reshape(k, n_bins + 1, c1 - 1), frames)
+    return ClusterCounts._built(tuple(str(i) for i in ids.tolist()), class_cm, pooled,
+                                um.reshape(k, n_bins + 1, c1 - 1), frames)  # fmt: skip

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import combinations
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -36,13 +37,16 @@ def proposition_labels(classes: Sequence[str], empty_label: str = "empty") -> li
     return [",".join(classes[i] for i in s) for s in proposition_subsets(classes)] + [empty_label]
 
 
+@lru_cache(maxsize=16)
 def subset_lookup(n_classes: int) -> np.ndarray:
-    """Map a class bitmask (bit i = class i present) to its row/column in the proposition matrix."""
+    """Map a class bitmask (bit i = class i present) to its row/column in the proposition matrix (read-only; made
+    once per class count: every accumulator of the evaluate map asks for it)."""
     lut = np.empty(1 << n_classes, dtype=np.int64)
     subsets = proposition_subsets([str(i) for i in range(n_classes)])
     for idx, s in enumerate(subsets):
         lut[sum(1 << i for i in s)] = idx
     lut[0] = len(subsets)
+    lut.setflags(write=False)
     return lut
 
 
