@@ -22,7 +22,7 @@ from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
-from perception_safety.evaluation.confusion.subset import select_frames, select_objects
+from perception_safety.evaluation.confusion.rows import MatchedRows, matched_rows
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.pcd.sample_table import (
     SampleFrames,
@@ -130,9 +130,14 @@ def counts_json(dc: DistanceConfusion) -> dict[str, Any]:
     return out
 
 
-def confusion_part(batch: FrameBatch, cfg: EvaluateConfig, source: str) -> dict[str, Any]:
-    """The confusion counts of one columnar batch, as JSON (one accumulator filled once)."""
-    return counts_json(ConfusionAccumulator(cfg.confusion).add_batch(batch).result(source=source))
+def confusion_part(batch: FrameBatch, cfg: EvaluateConfig, source: str, frames: np.ndarray | None = None,
+                   rows: MatchedRows | None = None) -> dict[str, Any]:  # fmt: skip
+    """The confusion counts of one columnar batch (or of the frames the mask ``frames`` selects), as JSON: the batch
+    is matched once for all its selections (`matched_rows`), a selection counts its rows; ``rows``: counted as is."""
+    if rows is None:
+        rows = matched_rows(batch, cfg.confusion)
+        rows = rows if frames is None else rows.select_frames(frames)
+    return counts_json(ConfusionAccumulator(cfg.confusion).add_rows(rows).result(source=source))
 
 
 def band_parts(
@@ -144,7 +149,7 @@ def band_parts(
     analyses = set(cfg.evaluate.analyses)
     out: dict[str, Any] = {"frames": int(frame_mask.sum())}
     if batch is not None:
-        out["confusion"] = confusion_part(select_frames(batch, frame_mask), cfg, source)
+        out["confusion"] = confusion_part(batch, cfg, source, frame_mask)
     if "pcd" in analyses:
         if samples:
             out["pcd"] = {t.name: s.for_frames(frame_mask) for t, s in zip(cfg.evaluate.pcd_targets, samples,
@@ -207,6 +212,7 @@ def size_band_parts(
     if batch is not None:
         gt_batch = size_bands(batch.gt_boxes[:, 3] - batch.gt_boxes[:, 1], edges)
         det_batch = size_bands(batch.det_boxes[:, 3] - batch.det_boxes[:, 1], edges)
+        by_band = MatchedRows.of(batch, cfg.confusion, (det_batch, gt_batch))  # pairs only within a band
     samples = [FrameSamples.of(flat or frames, t, cfg, source, edges) for t in cfg.evaluate.pcd_targets] if (
         "pcd" in cfg.evaluate.analyses) else None  # ``flat``: the episode's `sample_frames`, when the caller has it
     out = {}
@@ -215,7 +221,7 @@ def size_band_parts(
             continue
         part: dict[str, Any] = {"frames": len(frames)}
         if batch is not None:
-            part["confusion"] = confusion_part(select_objects(batch, gt_batch == k, det_batch == k), cfg, source)
+            part["confusion"] = confusion_part(batch, cfg, source, rows=by_band.select_band(k))
         if samples is not None:
             part["pcd"] = {t.name: s.selected(s.band == k)
                            for t, s in zip(cfg.evaluate.pcd_targets, samples, strict=True)}  # fmt: skip

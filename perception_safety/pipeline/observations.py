@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from perception_safety.evaluation.confusion.batch import FrameBatch
+from perception_safety.evaluation.confusion.rows import matched_rows
 from perception_safety.evaluation.confusion.subset import select_frames
 from perception_safety.evaluation.confusion.types import proposition_labels
 from perception_safety.pipeline.bag_pass import episode_entries
@@ -45,10 +46,15 @@ def observation_part(batch: FrameBatch, cfg: EvaluateConfig) -> dict[str, Any]:
 
     ped, sets = cfg.verification.pedestrian_label, pedestrian_sets(cfg)
     episodes = batch.frame_episodes if batch.frame_episodes is not None else np.full(batch.n_frames, "", object)
+    rows = matched_rows(batch, cfg.confusion)  # the confusion counts' matching of this batch, reused
     out = {}
     for name in dict.fromkeys(episodes.tolist()):
-        one = batch if len(out) == 0 and (episodes == name).all() else select_frames(batch, episodes == name)
-        out[str(name)] = observation_sequences(one, cfg.confusion, ped, sets)
+        if len(out) == 0 and (episodes == name).all():
+            out[str(name)] = observation_sequences(batch, cfg.confusion, ped, sets, rows.gt_pred)
+        else:
+            keep = episodes == name
+            out[str(name)] = observation_sequences(select_frames(batch, keep), cfg.confusion, ped, sets,
+                                                   rows.select_frames(keep).gt_pred)  # fmt: skip
     return out
 
 

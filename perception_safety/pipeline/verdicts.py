@@ -13,13 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.by_verdict import VerdictSplit, sum_splits
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
-from perception_safety.evaluation.confusion.subset import select_frames
 from perception_safety.pipeline.bag_pass import EpisodeFrames, episode_entries
-from perception_safety.pipeline.breakdowns import counts_json
+from perception_safety.pipeline.breakdowns import confusion_part
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 
 
@@ -29,10 +27,7 @@ def verdict_part(ep: EpisodeFrames, batch: FrameBatch, cfg: EvaluateConfig) -> d
         return {"missing": ep.verdicts_missing}
     verdicts = np.array([-1 if v is None else int(v) for v in ep.verdicts], dtype=np.int64)
     parts = {
-        key: counts_json(
-            ConfusionAccumulator(cfg.confusion).add_batch(select_frames(batch, verdicts == value)).result(ep.source)
-        )
-        for key, value in (("no_alarm", 0), ("alarm", 1))
+        key: confusion_part(batch, cfg, ep.source, verdicts == value) for key, value in (("no_alarm", 0), ("alarm", 1))
     }
     known = int((verdicts >= 0).sum())
     return {**parts, "frames_with_verdict": known, "frames_without_verdict": len(verdicts) - known}

@@ -57,15 +57,17 @@ def _single(cell_frame: np.ndarray, keep: np.ndarray, n_frames: int) -> tuple[np
 
 
 def observation_sequences(batch: FrameBatch, cfg: ConfusionConfig, class_name: str,
-                          prop_sets: Sequence[str]) -> dict[str, Any]:
+                          prop_sets: Sequence[str], pred: np.ndarray | None = None) -> dict[str, Any]:
     """The class column ``class_name`` and the proposition columns ``prop_sets`` (labels of `proposition_labels`)
     of one batch's frames in order: ``{"class": {name: runs}, "prop": {set: runs}, "prop_pooled": {set: runs},
-    "ambiguous": {...frames with several samples of the column}}`` (module docstring)."""
+    "ambiguous": {...frames with several samples of the column}}`` (module docstring). ``pred``: each object's
+    predicted class (``n_classes`` = missed) when the caller matched the batch already (`MatchedRows.gt_pred`)."""
     n_cls, n_bins, n_f = len(cfg.classes), len(cfg.bins), batch.n_frames
-    gt_match, _ = match_batch(batch, cfg.iou_threshold, cfg.class_aware, cfg.matching, cfg.centre_distance_m)
-    matched = gt_match >= 0
-    pred = np.full(len(gt_match), n_cls, dtype=np.int64)
-    pred[matched] = batch.det_classes[gt_match[matched]]
+    if pred is None:
+        gt_match, _ = match_batch(batch, cfg.iou_threshold, cfg.class_aware, cfg.matching, cfg.centre_distance_m)
+        matched = gt_match >= 0
+        pred = np.full(len(gt_match), n_cls, dtype=np.int64)
+        pred[matched] = batch.det_classes[gt_match[matched]]
     edges = np.asarray(cfg.bin_edges, dtype=np.float64)
     b = np.searchsorted(edges, batch.gt_distances, side="right") - 1
     valid = (b >= 0) & (b < n_bins)
