@@ -6,7 +6,7 @@ sampling unit of the cluster-aware intervals: a bag is one episode, named by its
 custom data, else by the bag itself; a dataset has one episode per value of its lines' ``episode`` key, and its
 lines without the key form one entry named ``""`` whose frames are each their own unit, ``Frame.episode`` =
 ``path#frame id``: independent images) and a consumer maps each episode to a JSON-ready part. The partial of an
-input is plain JSON (written by `pipeline.partials`, which packs its lists of records)::
+input is JSON-ready (count arrays may be numpy arrays; `pipeline.partials` writes it packed)::
 
     {"format": PARTIAL_FORMAT, "bag": path, "kind": "bag", "frames": n, "read_report": {...},
      "box_extent": [...], "positions": [with, objects],

@@ -109,24 +109,28 @@ class FrameSamples:
 
 
 def counts_json(dc: DistanceConfusion) -> dict[str, Any]:
-    """The counts of a `DistanceConfusion` as JSON (what the reduce sums; `confusion_from_mapping` reads it back).
+    """The counts of a `DistanceConfusion` for a partial (what the reduce sums; `confusion_from_mapping` reads it).
 
-    A partial carries counts only: normalised matrices and intervals are computed once, on the sums.
+    A partial carries counts only: normalised matrices and intervals are computed once, on the sums. The count
+    arrays stay numpy arrays (the reduce reads array-likes; `pipeline.partials` writes them flat), so neither the map
+    nor the reduce builds nested Python lists of them; ``clusters`` holds `ClusterCounts.to_json`'s keys.
     """
     out = {
         "bin_edges": [[lo, hi] for lo, hi in dc.bin_edges],
         "class_labels": list(dc.class_labels),
         "prop_labels": list(dc.prop_labels),
-        "class_cm": dc.class_cm.tolist(),
-        "prop_cm": dc.prop_cm.tolist(),
-        "class_cm_pooled": dc.class_cm_pooled.tolist(),
-        "prop_cm_pooled": dc.prop_cm_pooled.tolist(),
+        "class_cm": dc.class_cm,
+        "prop_cm": dc.prop_cm,
+        "class_cm_pooled": dc.class_cm_pooled,
+        "prop_cm_pooled": dc.prop_cm_pooled,
         "pooled_method": dc.pooled_method,
         "source": dc.source,
         "report": dc.report,
     }
     if dc.clusters is not None:  # per-episode counts for the cluster-aware intervals (issue 24)
-        out["clusters"] = dc.clusters.to_json()
+        c = dc.clusters
+        out["clusters"] = {"unit": c.unit, "ids": list(c.ids), "frames": c.frames, "class_cm": c.class_cm,
+                           "class_cm_pooled": c.class_cm_pooled, "unmatched": c.unmatched}  # fmt: skip
     return out
 
 

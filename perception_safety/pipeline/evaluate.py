@@ -4,7 +4,7 @@ Map (`analyse_input`, one bag or JSON Lines dataset, in-process or in a worker p
 (`bag_pass`) reads the input once (no images) with its monitor verdicts (bags); per episode, `episode_parts`
 flattens the frames into one columnar batch and fills every accumulator from it (all frames, each verdict, each
 speed and object-size band), and collects PCD samples per target, AP records and BBSL test cases. A partial is
-plain JSON (floats round-trip exactly; its lists of records packed, `pipeline.partials`),
+JSON-ready (count arrays as numpy arrays; floats round-trip exactly; `pipeline.partials` writes it, packed),
 returned as data by whichever executor ran it (`perception_safety.executors`: this process, local workers or
 Ray tasks) and kept in ``OUT/partials/``; the reduce runs in input order on the driver, so every executor and job
 count gives identical results.

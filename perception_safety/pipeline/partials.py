@@ -134,13 +134,14 @@ verdict's) and AP's TP/FP masks."""
 
 
 def pack_counts(value: Any) -> Any:
-    """A rectangular nested list of integers as ``{"shape", "counts"}`` (flat); anything else as it is."""
+    """An integer array (or rectangular nested list) as ``{"shape", "counts"}`` (flat); another array as nested
+    lists, anything else as it is."""
     try:
         arr = np.asarray(value)
     except ValueError:  # ragged
         return value
     if arr.dtype.kind not in "iu":
-        return value
+        return arr.tolist() if isinstance(value, np.ndarray) else value
     return {"shape": list(arr.shape), "counts": arr.ravel().tolist()}
 
 

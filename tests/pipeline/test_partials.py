@@ -52,7 +52,7 @@ def partial(recorded_bags):
 
 def test_a_partial_reads_back_exactly_and_smaller(partial):
     doc, cfg = partial
-    before = json.dumps(doc)
+    before = json.dumps(doc, default=np.ndarray.tolist)  # the map keeps count arrays as arrays
     refs = [r for ep in doc["episodes"] for c in ep["evidence"]["cells"].values() for r in c["refs"]]
     cases = [tc for ep in doc["episodes"] for s in ep["bbsl"].values() for tc in s["test_cases"]]
     assert len(refs) > 20 and len(cases) > 20  # the lists that are packed are there
@@ -72,7 +72,8 @@ def test_a_partial_reads_back_exactly_and_smaller(partial):
     for a, b in ((red_new.confusion, red_old.confusion),
                  *((g.confusion(), red_old.breakdowns[attr][v].confusion())
                    for attr, groups in red_new.breakdowns.items() for v, g in groups.items())):
-        assert counts_json(a) == counts_json(b)
+        assert json.dumps(counts_json(a), default=np.ndarray.tolist) == json.dumps(counts_json(b),
+                                                                                   default=np.ndarray.tolist)
 
 
 def _arrays(obj):
@@ -105,9 +106,29 @@ def test_other_formats_and_damaged_packs_are_named(text, message):
 
 def test_partial_text_leaves_the_partial_as_built(partial):
     doc, _ = partial
-    before = json.dumps(doc)
+    before = json.dumps(doc, default=np.ndarray.tolist)
     partial_text(doc)
-    assert json.dumps(doc) == before
+    assert json.dumps(doc, default=np.ndarray.tolist) == before
+
+
+def test_counts_json_holds_what_cluster_counts_write():
+    """`counts_json` writes the per-episode counts itself (arrays, no nested lists): the keys and values of
+    `ClusterCounts.to_json`, so `confusion_from_mapping` reads back the same confusion."""
+    from perception_safety.evaluation.confusion.accumulate import confusion_from_frames
+    from perception_safety.evaluation.confusion.config import ConfusionConfig
+    from perception_safety.evaluation.confusion.io import confusion_from_mapping
+
+    from .conftest import scene_frames
+
+    frames = [f.__class__(f.stamp_ns, f.detections, f.ground_truth, f.ego, episode=f"e{i % 3}")
+              for i, f in enumerate(scene_frames(60, 3))]
+    dc = confusion_from_frames(frames, ConfusionConfig(classes={"ped": ["pedestrian"], "obs": ["car"]}))
+    assert dc.clusters is not None and len(dc.clusters) == 3
+    got = counts_json(dc)["clusters"]
+    want = dc.clusters.to_json()
+    assert list(got) == list(want) and json.dumps(got, default=np.ndarray.tolist) == json.dumps(want)
+    back = confusion_from_mapping(json.loads(json.dumps(counts_json(dc), default=np.ndarray.tolist)))
+    assert counts_json(back)["clusters"]["ids"] == want["ids"] and (back.class_cm == dc.class_cm).all()
 
 
 def _plain(obj):
