@@ -105,7 +105,7 @@ class ConfusionAccumulator:
         cfg = self.config
         n_cls = len(cfg.classes)
         c1 = n_cls + 1
-        n_bins = len(cfg.bins)
+        n_bins = len(self._edges) - 1
         n_f = rows.n_frames
         p = len(self._lut)
         gt_frame, pred, true, b = rows.gt_frame, rows.gt_pred, rows.gt_true, rows.gt_bin
@@ -119,8 +119,7 @@ class ConfusionAccumulator:
         label = pv * c1
         label += tv
         per_bin = np.bincount(bv * (c1 * c1) + label, minlength=n_bins * c1 * c1).reshape(n_bins, c1, c1)
-        self.class_cm += per_bin
-        self.class_cm_pooled += per_bin.sum(axis=0)
+        pooled = per_bin.sum(axis=0)
         cell = fv * n_bins
         cell += bv
         n_cells = n_f * n_bins
@@ -129,9 +128,12 @@ class ConfusionAccumulator:
         true_mask = _class_sets(cell, tv, n_cells, n_cls)
         pred_mask = _class_sets(cell, pv, n_cells, n_cls)
         empty_cells = (true_mask == 0).reshape(n_f, n_bins)  # no binned object in the cell
-        self.class_cm[:, n_cls, n_cls] += empty_cells.sum(axis=0)
-        self.class_cm_pooled[n_cls, n_cls] += int(empty_cells.all(axis=1).sum())
-        cell_bin = np.tile(np.arange(n_bins, dtype=np.int64), n_f)
+        per_bin[:, n_cls, n_cls] += empty_cells.sum(axis=0)
+        pooled[n_cls, n_cls] += int(empty_cells.all(axis=1).sum())
+        self.class_cm += per_bin
+        self.class_cm_pooled += pooled
+        cell_bin = np.arange(n_cells, dtype=np.int64)
+        cell_bin %= n_bins
         key = (cell_bin * p + self._lut[pred_mask]) * p + self._lut[true_mask]
         self.prop_cm += np.bincount(key, minlength=n_bins * p * p).reshape(n_bins, p, p)
         frame_true = np.bitwise_or.reduce(true_mask.reshape(n_f, n_bins), axis=1) if n_f else true_mask[:0]
@@ -154,15 +156,21 @@ class ConfusionAccumulator:
         det_matched, det_out = rows.det_matched, rows.det_out
         un = np.flatnonzero(~det_matched)
         un_frame = rows.det_frame[un]
-        un_bin = rows.det_bin[un]
+        un_bin = np.full(len(un), n_bins, dtype=np.int64) if rows.det_bin is None else rows.det_bin.take(un)
         un_cls = rows.det_cls[un]
-        np.add.at(self.unannotated_by_bin, (un_bin, un_cls), 1)
+        unmatched = np.bincount(un_bin * n_cls + un_cls, minlength=(n_bins + 1) * n_cls).reshape(n_bins + 1, n_cls)
+        self.unannotated_by_bin += unmatched
         episodes = rows.frame_episodes if rows.frame_episodes is not None else np.full(n_f, "", dtype=object)
         episodes = np.where(episodes == "", self.episode, episodes)
-        part = batch_counts(episodes, c1, (gt_frame, b, pred, true), empty_cells, (un_frame, un_cls, un_bin))
+        unknown = int((episodes == "").sum())
+        if n_f and not unknown and (episodes == episodes[0]).all():  # one episode (a bag): its counts are the batch's
+            part = ClusterCounts.built((str(episodes[0]),), per_bin[None], pooled[None], unmatched[None],
+                                       np.array([n_f], dtype=np.int64))  # fmt: skip
+        else:
+            part = batch_counts(episodes, c1, (gt_frame, b, pred, true), empty_cells, (un_frame, un_cls, un_bin))
         self.clusters = self.clusters.merge(part)
         c = self.counters
-        c["frames_without_episode"] += int((episodes == "").sum())
+        c["frames_without_episode"] += unknown
         c["detections_unannotated_without_distance"] += int((un_bin == n_bins).sum())
         c["frames"] += n_f
         c["ground_truth_binned"] += len(kept)

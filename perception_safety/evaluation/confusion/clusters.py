@@ -69,9 +69,9 @@ class ClusterCounts:
         return _empty(n_bins, n_labels)  # immutable: one per shape
 
     @classmethod
-    def _built(cls, ids: tuple[str, ...], *arrays: np.ndarray) -> ClusterCounts:
-        """From arrays this module has just counted (int64, non-negative, shapes consistent, not shared): made
-        read-only without the copy and checks of the constructor (the map makes ~10 per episode)."""
+    def built(cls, ids: tuple[str, ...], *arrays: np.ndarray) -> ClusterCounts:
+        """From arrays just counted (int64, non-negative, consistent shapes, written by no one afterwards): made
+        read-only without the constructor's copy and checks (the evaluate map makes ~10 per episode)."""
         out = object.__new__(cls)
         for name, value in zip(("ids", *_ARRAYS, "unit"), (ids, *arrays, UNIT), strict=True):
             if isinstance(value, np.ndarray):
@@ -217,5 +217,5 @@ def batch_counts(
         (dc[dk] * (n_bins + 1) + d_bin[dk]) * (c1 - 1) + d_class[dk], minlength=k * (n_bins + 1) * (c1 - 1)
     )
     frames = np.bincount(fk, minlength=k)
-    return ClusterCounts._built(tuple(str(i) for i in ids.tolist()), class_cm, pooled,
+    return ClusterCounts.built(tuple(str(i) for i in ids.tolist()), class_cm, pooled,
                                 um.reshape(k, n_bins + 1, c1 - 1), frames)  # fmt: skip

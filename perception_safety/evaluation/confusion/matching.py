@@ -221,10 +221,13 @@ def match_batch_groups(
     hard = np.unique(np.stack([edge_frame, edge_group], axis=1), axis=0)  # by frame, then group
     solve = match_centres if matching == "centre_distance" else match_boxes
     for f, grp in hard.tolist():
-        d = np.arange(batch.det_offsets[f], batch.det_offsets[f + 1])
-        g = np.arange(batch.gt_offsets[f], batch.gt_offsets[f + 1])
+        d0, d1, g0, g1 = (int(batch.det_offsets[f]), int(batch.det_offsets[f + 1]), int(batch.gt_offsets[f]),
+                          int(batch.gt_offsets[f + 1]))  # fmt: skip
+        d: np.ndarray | slice = slice(d0, d1)
+        g: np.ndarray | slice = slice(g0, g1)
         if groups is not None:
-            d, g = d[groups[0][d] == grp], g[groups[1][g] == grp]
+            d = d0 + np.flatnonzero(groups[0][d0:d1] == grp)
+            g = g0 + np.flatnonzero(groups[1][g0:g1] == grp)
         m = solve(
             batch.det_boxes[d],
             batch.gt_boxes[g],
@@ -234,5 +237,8 @@ def match_batch_groups(
             class_aware,
         )
         gt_match[g] = -1
-        gt_match[g[m.gt_indices]] = d[m.det_indices]
+        if groups is None:
+            gt_match[g0 + m.gt_indices] = d0 + m.det_indices
+        else:
+            gt_match[g[m.gt_indices]] = d[m.det_indices]  # type: ignore[index]
     return gt_match, hard[:, 0].copy(), hard[:, 1].copy()

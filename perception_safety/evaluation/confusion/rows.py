@@ -40,8 +40,9 @@ class MatchedRows:
     det_matched: np.ndarray
     det_out: np.ndarray
     """Matched to an object outside the distance bins."""
-    det_bin: np.ndarray
-    """Distance bin of the detection's estimate (carried or ground-plane), ``n_bins`` where none."""
+    det_bin: np.ndarray | None
+    """Distance bin of the detection's estimate (carried or ground-plane), ``n_bins`` where none; None: none has
+    one (no camera, no carried distance)."""
     hard_frame: np.ndarray
     """Frame of each (frame, group) the per-frame Hungarian solved."""
     hard_group: np.ndarray
@@ -73,7 +74,7 @@ class MatchedRows:
         matched[gt_match] = True
         out = np.zeros(n_det + 1, dtype=bool)
         out[gt_match[(b < 0) | (b >= n_bins)]] = True
-        det_bin = np.full(n_det, n_bins, dtype=np.int64)
+        det_bin = None
         carried = batch.det_distances if batch.det_distances is not None else np.full(n_det, np.nan)
         if n_det and (cfg.ground_camera is not None or np.isfinite(carried).any()):
             d = detection_distances(carried, batch.det_boxes[:, 3], cfg.ground_camera)
@@ -96,7 +97,8 @@ class MatchedRows:
         return MatchedRows(
             n_frames, gt_frame, self.gt_bin.take(gi), self.gt_pred.take(gi), self.gt_true.take(gi),
             self.gt_dist.take(gi), det_frame, self.det_cls.take(di), self.det_matched.take(di),
-            self.det_out.take(di), self.det_bin.take(di), self.hard_frame.take(hard), self.hard_group.take(hard),
+            self.det_out.take(di), None if self.det_bin is None else self.det_bin.take(di),
+            self.hard_frame.take(hard), self.hard_group.take(hard),
             None, None, per_frame(self.frame_episodes), per_frame(self.frame_stamps),
             None if self.gt_tracks is None else self.gt_tracks.take(gi),
         )  # fmt: skip

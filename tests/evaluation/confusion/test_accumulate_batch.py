@@ -11,6 +11,7 @@ import pytest
 
 from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator
 from perception_safety.evaluation.confusion.config import ConfusionConfig
+from perception_safety.evaluation.confusion.subset import select_frames
 from perception_safety.evaluation.confusion.types import subset_lookup
 from tests.evaluation.confusion.batches import per_frame, random_batch
 
@@ -102,6 +103,13 @@ def test_add_batch_equals_per_frame_algorithms(seed: int, thr: float) -> None:
             assert clusters.class_cm[i].tolist() == cls_e.tolist()
             assert clusters.frames[i] == len(mine)
             assert clusters.unmatched[i].sum(axis=0).tolist() == by_class_e.tolist()
+            # The episode's frames alone (one episode: the accumulator's own counts are the cluster's).
+            one = ConfusionAccumulator(cfg).add_batch(select_frames(batch, episodes == name)).result().clusters
+            assert one is not None and one.ids == (name,) and one.frames.tolist() == [len(mine)]
+            assert one.class_cm[0].tolist() == cls_e.tolist()
+            assert one.unmatched[0].sum(axis=0).tolist() == by_class_e.tolist()
+            np.testing.assert_array_equal(one.class_cm_pooled[0], clusters.class_cm_pooled[i])
+            np.testing.assert_array_equal(one.unmatched[0], clusters.unmatched[i])
 
 
 def test_batch_without_frames_or_objects() -> None:
