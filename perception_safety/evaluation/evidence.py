@@ -25,6 +25,7 @@ from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.accumulate import match_batch
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
+from perception_safety.evaluation.confusion.rows import matched_rows
 from perception_safety.monitors.config import MonitorsConfig
 from perception_safety.monitors.stop_region import StopRegionMonitor
 
@@ -132,16 +133,21 @@ def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: Conf
         return
     mapper = ClassMapper(cfg)
     batch = batch if batch is not None else FrameBatch.from_frames(frames, mapper)
-    gt_match, _ = match_batch(batch, cfg.iou_threshold, cfg.class_aware)
+    if cfg.matching == "iou":  # the confusion counts' own match of this batch object (made once: `matched_rows`)
+        rows = matched_rows(batch, cfg)
+        gt_pred, det_used = rows.gt_pred, rows.det_matched
+    else:
+        gt_match, _ = match_batch(batch, cfg.iou_threshold, cfg.class_aware)
+        gt_pred = np.append(batch.det_classes, len(cfg.classes)).take(gt_match)  # -1 (missed): ``empty``
+        det_used = np.zeros(len(batch.det_boxes), dtype=bool)
+        det_used[gt_match[gt_match >= 0]] = True
     names = (*cfg.class_names, cfg.empty_label)
     edges = np.asarray(cfg.bin_edges, dtype=np.float64)
     b = np.searchsorted(edges, batch.gt_distances, side="right") - 1
     gt_frame = np.repeat(np.arange(batch.n_frames), np.diff(batch.gt_offsets))
     stamps = batch.frame_stamps if batch.frame_stamps is not None else np.array([f.stamp_ns for f in frames])
     gts = np.flatnonzero((b >= 0) & (b < len(edges) - 1))
-    m = gt_match[gts]
-    pred = np.where(m >= 0, batch.det_classes[np.maximum(m, 0)], len(names) - 1) if len(batch.det_classes) else (
-        np.full(len(gts), len(names) - 1))
+    pred = gt_pred[gts]
     true = batch.gt_classes[gts]
     combo = (pred * len(names) + true) * len(edges) + b[gts]
     keys, which = np.unique(combo, return_inverse=True)
@@ -160,8 +166,6 @@ def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: Conf
                         f"track {track}" if track else "", d if kind != "matched" else -d)
 
     col.add_ranked(cells, which.reshape(-1), np.where(matched, -dist, dist), stamps[gt_frame[gts]], gt_ref)
-    det_used = np.zeros(len(batch.det_boxes), dtype=bool)
-    det_used[gt_match[gt_match >= 0]] = True
     det_frame = np.repeat(np.arange(batch.n_frames), np.diff(batch.det_offsets))
     scores = batch.det_scores if batch.det_scores is not None else np.array(
         [d.score for f in frames for d in f.detections if mapper(d.class_id) >= 0], dtype=np.float64)
