@@ -133,7 +133,7 @@ def matched_rows(batch: FrameBatch, cfg: ConfusionConfig) -> MatchedRows:
     episode batch: all frames, verdicts, speed bands); the last batch's rows are kept while the batch lives."""
     if _LAST:
         ref, last_cfg, rows = _LAST[0]
-        if ref() is batch and last_cfg == cfg:
+        if ref() is batch and (last_cfg is cfg or last_cfg == cfg):
             return rows
     rows = MatchedRows.of(batch, cfg)
     _LAST[:] = [(weakref.ref(batch), cfg, rows)]
