@@ -15,6 +15,7 @@ from perception_safety.core.matching import match_boxes, match_centres
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.centre_pairs import centre_candidate_pairs
 from perception_safety.evaluation.confusion.components import small_component_matchings
+from perception_safety.evaluation.confusion.config import ConfusionConfig
 from perception_safety.evaluation.confusion.frame_search import FrameSortedKeys
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -163,25 +164,28 @@ def match_batch(
     `match_boxes` whole. Also returns how many frames did. ``frames``: ``(det_frame, gt_frame)``
     (`frame_index` of the batch's offsets) when the caller has them already.
     """
-    gt_match, hard_frames, _ = match_batch_groups(batch, iou_threshold, class_aware, matching, max_distance, frames)
+    gt_match, hard_frames, _ = _match(batch, iou_threshold, class_aware, matching, max_distance, frames, None)
     return gt_match, len(hard_frames)
 
 
 def match_batch_groups(
-    batch: FrameBatch,
-    iou_threshold: float,
-    class_aware: bool,
-    matching: str = "iou",
-    max_distance: float = 2.0,
-    frames: tuple[np.ndarray, np.ndarray] | None = None,
+    batch: FrameBatch, cfg: ConfusionConfig, frames: tuple[np.ndarray, np.ndarray] | None = None,
     groups: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """`match_batch` with the per-frame fallbacks named: ``(gt_match, hard_frames, hard_groups)``.
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+    """`match_batch` with ``cfg``'s matching and the per-frame fallbacks named: ``(gt_match, hard_frames,
+    hard_groups)``.
 
     ``groups``: ``(det_group, gt_group)``, an integer per box; only boxes of the same group may pair, so the result
     equals matching each group's boxes on their own (e.g. one object-size band), every group's frames solved
     apart; a (frame, group) that needs `match_boxes` is listed once (``hard_groups`` all 0 without groups).
     """
+    return _match(batch, cfg.iou_threshold, cfg.class_aware, cfg.matching, cfg.centre_distance_m, frames, groups)
+
+
+def _match(
+    batch: FrameBatch, iou_threshold: float, class_aware: bool, matching: str, max_distance: float,
+    frames: tuple[np.ndarray, np.ndarray] | None, groups: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
     n_det, n_gt = len(batch.det_boxes), len(batch.gt_boxes)
     gt_match = np.full(n_gt, -1, dtype=np.int64)
     if matching == "centre_distance":  # 3D object lists: weight 1 - d / max_distance (core.matching.match_centres)

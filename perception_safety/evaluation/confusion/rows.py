@@ -62,10 +62,7 @@ class MatchedRows:
         n_cls, n_bins = len(cfg.classes), len(cfg.bins)
         edges = np.asarray(cfg.bin_edges, dtype=np.float64)
         det_frame, gt_frame = frame_index(batch.det_offsets), frame_index(batch.gt_offsets)
-        gt_match, hard_frame, hard_group = match_batch_groups(
-            batch, cfg.iou_threshold, cfg.class_aware, cfg.matching, cfg.centre_distance_m, (det_frame, gt_frame),
-            groups,
-        )
+        gt_match, hard_frame, hard_group = match_batch_groups(batch, cfg, (det_frame, gt_frame), groups)
         n_det = len(batch.det_boxes)
         # gt_match -1 (missed) takes the appended last entry: ``empty`` (Remark 1).
         pred = np.append(batch.det_classes, n_cls).take(gt_match)
