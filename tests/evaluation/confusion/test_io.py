@@ -12,6 +12,7 @@ import pytest
 from perception_safety.evaluation.confusion.io import (
     ConfusionFileError,
     DistanceConfusion,
+    confusion_from_mapping,
     load_matrices,
     write_csv,
     write_json,
@@ -209,3 +210,19 @@ def test_csv_errors_name_line_and_column(tmp_path: Path, body: str, where: str) 
     with pytest.raises(ConfusionFileError) as err:
         list(read_detection_csv(path, ClassMapper(ConfusionConfig())))
     assert f"d.csv{where}" in str(err.value)
+
+
+def test_integer_arrays_in_memory_are_read_as_lists_are():
+    """An in-memory partial carries numpy integer counts: the same matrices as its JSON lists; a negative count,
+    a wrong shape or a fractional value is refused either way."""
+    doc = {"bin_edges": [[0, 10], [10, 20]], "class_labels": ["ped", "empty"], "prop_labels": ["ped", "empty"],
+           "class_cm": [[[1, 0], [2, 3]], [[0, 4], [5, 0]]], "prop_cm": [[[1, 0], [0, 2]], [[3, 0], [0, 4]]],
+           "class_cm_pooled": [[1, 4], [7, 3]], "prop_cm_pooled": [[4, 0], [0, 6]]}  # fmt: skip
+    as_arrays = {k: np.asarray(v, dtype=np.int64) if k.endswith(("_cm", "_pooled")) else v for k, v in doc.items()}
+    a, b = confusion_from_mapping(doc), confusion_from_mapping(as_arrays)
+    for k in ("class_cm", "prop_cm", "class_cm_pooled", "prop_cm_pooled"):
+        np.testing.assert_array_equal(getattr(a, k), getattr(b, k))
+        assert getattr(b, k).dtype == np.int64
+    for bad in (np.array([[-1, 4], [7, 3]]), np.array([[1, 4, 0], [7, 3, 0]]), np.array([[1.5, 4], [7, 3]])):
+        with pytest.raises(ConfusionFileError, match="class_cm_pooled"):
+            confusion_from_mapping({**as_arrays, "class_cm_pooled": bad})
