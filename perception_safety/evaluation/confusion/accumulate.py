@@ -101,8 +101,10 @@ class ConfusionAccumulator:
         return self.add_rows(MatchedRows.of(batch, self.config))
 
     def add_rows(self, rows: MatchedRows) -> ConfusionAccumulator:
-        """Count a matched batch or a selection of its rows (`rows.MatchedRows`; matched with this config)."""
+        """Count a matched batch or a selection of its rows (`rows.MatchedRows`, matched with this config)."""
         cfg = self.config
+        if rows.config is not cfg and rows.config != cfg:
+            raise ValueError("these rows were matched with another confusion config than the accumulator's")
         n_cls = len(cfg.classes)
         c1 = n_cls + 1
         n_bins = len(self._edges) - 1

@@ -53,6 +53,8 @@ class MatchedRows:
     gt_tracks: np.ndarray | None = None
     unmapped_detections: Counter[str] = field(default_factory=Counter)
     unmapped_ground_truth: Counter[str] = field(default_factory=Counter)
+    config: ConfusionConfig | None = None
+    """The config it was matched and binned with (`ConfusionAccumulator.add_rows` refuses rows of another)."""
 
     @classmethod
     def of(
@@ -82,7 +84,7 @@ class MatchedRows:
             det_frame, batch.det_classes, matched[:n_det], out[:n_det], det_bin, hard_frame, hard_group,
             None if groups is None else groups[1], None if groups is None else groups[0],
             batch.frame_episodes, batch.frame_stamps, batch.gt_tracks,
-            batch.unmapped_detections, batch.unmapped_ground_truth,
+            batch.unmapped_detections, batch.unmapped_ground_truth, cfg,
         )  # fmt: skip
 
     def _take(self, gi: np.ndarray, di: np.ndarray, gt_frame: np.ndarray, det_frame: np.ndarray,
@@ -97,7 +99,7 @@ class MatchedRows:
             self.det_out.take(di), None if self.det_bin is None else self.det_bin.take(di),
             self.hard_frame.take(hard), self.hard_group.take(hard),
             None, None, per_frame(self.frame_episodes), per_frame(self.frame_stamps),
-            None if self.gt_tracks is None else self.gt_tracks.take(gi),
+            None if self.gt_tracks is None else self.gt_tracks.take(gi), config=self.config,
         )  # fmt: skip
 
     def select_frames(self, keep: np.ndarray) -> MatchedRows:

@@ -141,3 +141,12 @@ def test_matched_rows_reuses_the_match_of_the_same_batch_object():
     assert matched_rows(batch, cfg) is rows
     assert matched_rows(replace(batch), cfg) is not rows  # another object: matched again
     assert matched_rows(batch, CONFIGS["class_aware_camera"]) is not rows
+
+
+def test_rows_of_another_config_are_refused():
+    """Rows carry the matching and bins of their config: counting them with another would be a silent wrong number."""
+    batch = episode_batch(3)
+    rows = MatchedRows.of(batch, CONFIGS["iou"])
+    ConfusionAccumulator(CONFIGS["iou"].model_copy()).add_rows(rows)  # an equal config is the same config
+    with pytest.raises(ValueError, match="another confusion config"):
+        ConfusionAccumulator(CONFIGS["class_aware_camera"]).add_rows(rows.select_frames(np.ones(batch.n_frames, bool)))
