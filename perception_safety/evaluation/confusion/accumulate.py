@@ -26,7 +26,7 @@ import numpy as np
 
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.batch import FrameBatch
-from perception_safety.evaluation.confusion.clusters import ClusterCounts, batch_counts
+from perception_safety.evaluation.confusion.clusters import ClusterCounts, batch_counts, merge_all
 from perception_safety.evaluation.confusion.combine import UNMATCHED_BY_BIN, sum_confusions
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
 from perception_safety.evaluation.confusion.matching import match_batch
@@ -80,7 +80,8 @@ class ConfusionAccumulator:
         self.unmapped_ground_truth = Counter()
         self.unannotated_by_class = np.zeros(len(self.config.classes), dtype=np.int64)
         self.unannotated_by_bin = np.zeros((k + 1, len(self.config.classes)), dtype=np.int64)
-        self.clusters = ClusterCounts.empty(k, c1)
+        self._clusters = ClusterCounts.empty(k, c1)
+        self._cluster_parts: list[ClusterCounts] = []  # merged when read (`clusters`): one pass, not one per batch
         self._edges = np.asarray(self.config.bin_edges, dtype=np.float64)
         self._lut = subset_lookup(len(self.config.classes))
         self._mapper = ClassMapper(self.config)
@@ -89,6 +90,14 @@ class ConfusionAccumulator:
             if self.config.sample_unit == "track_window"
             else None
         )
+
+    @property
+    def clusters(self) -> ClusterCounts:
+        """The per-episode counts of everything added (parts of many batches merged in one pass when read)."""
+        if self._cluster_parts:
+            self._clusters = merge_all([self._clusters, *self._cluster_parts])  # type: ignore[assignment]
+            self._cluster_parts.clear()
+        return self._clusters
 
     def add_frames(self, frames: Iterable[Frame]) -> ConfusionAccumulator:
         """Add frames (consumed in chunks of ``config.chunk_frames``)."""
@@ -170,7 +179,7 @@ class ConfusionAccumulator:
                                        np.array([n_f], dtype=np.int64))  # fmt: skip
         else:
             part = batch_counts(episodes, c1, (gt_frame, b, pred, true), empty_cells, (un_frame, un_cls, un_bin))
-        self.clusters = self.clusters.merge(part)
+        self._cluster_parts.append(part)
         c = self.counters
         c["frames_without_episode"] += unknown
         c["detections_unannotated_without_distance"] += int((un_bin == n_bins).sum())
@@ -202,7 +211,7 @@ class ConfusionAccumulator:
         self.unmapped_ground_truth.update(other.unmapped_ground_truth)
         self.unannotated_by_class += other.unannotated_by_class
         self.unannotated_by_bin += other.unannotated_by_bin
-        self.clusters = self.clusters.merge(other.clusters)
+        self._cluster_parts.append(other.clusters)
         if self._votes is not None and other._votes is not None:
             self._votes.merge(other._votes)
         return self

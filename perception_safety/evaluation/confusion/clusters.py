@@ -166,10 +166,25 @@ def merge_all(parts: Sequence[ClusterCounts | None]) -> ClusterCounts | None:
     """The merge over parts; None as soon as one part has no cluster information (cannot be attributed)."""
     if not parts or any(p is None for p in parts):
         return None
-    out = parts[0]
-    for p in parts[1:]:
-        out = out.merge(p)  # type: ignore[union-attr]
-    return out
+    if len(parts) <= 2 or all(p.ids == parts[0].ids for p in parts):  # type: ignore[union-attr]
+        out = parts[0]
+        for p in parts[1:]:
+            out = out.merge(p)  # type: ignore[union-attr]
+        return out
+    # Many parts (the reduce: one per episode and band): every id's rows added in one pass, not part by part.
+    done: list[ClusterCounts] = list(parts)  # type: ignore[arg-type]
+    if any(p.class_cm.shape[1:] != done[0].class_cm.shape[1:] for p in done):
+        raise ValueError("cannot merge cluster counts of different bins or labels")
+    ids = list(dict.fromkeys(c for p in done for c in p.ids))
+    pos = {c: i for i, c in enumerate(ids)}
+    rows = np.fromiter((pos[c] for p in done for c in p.ids), dtype=np.int64)
+    arrays = []
+    for name in _ARRAYS:
+        stacked = np.concatenate([getattr(p, name) for p in done])
+        out_a = np.zeros((len(ids), *stacked.shape[1:]), dtype=np.int64)
+        np.add.at(out_a, rows, stacked)
+        arrays.append(out_a)
+    return ClusterCounts(tuple(ids), *arrays, unit=done[0].unit)
 
 
 def batch_counts(

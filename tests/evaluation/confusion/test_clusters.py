@@ -124,3 +124,31 @@ def test_ground_distance_equals_the_monitors_flat_ground_back_projection(pitch_d
     x, _, hit = RegionCamera(k, 1.4, pitch).to_ground(np.full_like(rows, 640.0), rows)
     ours = ground_distance(rows, GroundCamera(fy=690.0, cy=360.0, height_m=1.4, pitch_rad=pitch))
     assert np.allclose(ours[hit], x[hit]) and np.isnan(ours[~hit]).all()
+
+
+def test_merge_all_equals_merging_part_by_part() -> None:
+    """The reduce's one-pass merge: the same ids in the same order (first appearance) and the same sums as merging
+    the parts one after the other, with repeated, new and empty parts."""
+    from perception_safety.evaluation.confusion.clusters import ClusterCounts, merge_all
+
+    rng = np.random.default_rng(4)
+    k, c1 = 3, 3
+
+    def part(ids: tuple[str, ...]) -> ClusterCounts:
+        n = len(ids)
+        return ClusterCounts(ids, rng.integers(0, 9, (n, k, c1, c1)), rng.integers(0, 9, (n, c1, c1)),
+                             rng.integers(0, 9, (n, k + 1, c1 - 1)), rng.integers(1, 50, n))  # fmt: skip
+
+    parts = [part(ids) for ids in [("e3",), ("e1", "e2"), (), ("e2",), ("e4", "e3"), ("e1",), (), ("e5",)]]
+    want = parts[0]
+    for p in parts[1:]:
+        want = want.merge(p)
+    got = merge_all(parts)
+    assert got is not None and got.ids == want.ids == ("e3", "e1", "e2", "e4", "e5")
+    for name in ("class_cm", "class_cm_pooled", "unmatched", "frames"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name))
+    assert merge_all([*parts, None]) is None
+    bad = ClusterCounts(("x",), np.zeros((1, k + 1, c1, c1)), np.zeros((1, c1, c1)), np.zeros((1, k + 2, c1 - 1)),
+                        np.zeros(1))  # fmt: skip
+    with pytest.raises(ValueError, match="different bins"):
+        merge_all([*parts, bad])

@@ -150,3 +150,22 @@ def test_rows_of_another_config_are_refused():
     ConfusionAccumulator(CONFIGS["iou"].model_copy()).add_rows(rows)  # an equal config is the same config
     with pytest.raises(ValueError, match="another confusion config"):
         ConfusionAccumulator(CONFIGS["class_aware_camera"]).add_rows(rows.select_frames(np.ones(batch.n_frames, bool)))
+
+
+def test_many_batches_into_one_accumulator_count_each_episode_once():
+    """An accumulator fed chunk by chunk (the `confusion` command over many bags) holds the per-episode counts of
+    the whole batch: chunks of several episodes, episodes spread over chunks (merged when read, in one pass)."""
+    cfg = CONFIGS["iou"]
+    batch = replace(episode_batch(5, 300), frame_episodes=np.array([f"e{(f // 7) % 40}" for f in range(300)],
+                                                                    dtype=object))  # fmt: skip
+    whole = ConfusionAccumulator(cfg).add_batch(batch).result().clusters
+    acc = ConfusionAccumulator(cfg)
+    for start in range(0, 300, 11):
+        keep = (np.arange(300) >= start) & (np.arange(300) < start + 11)
+        acc.add_batch(select_frames(batch, keep))
+    got = acc.result().clusters
+    assert whole is not None and got is not None and sorted(got.ids) == sorted(whole.ids) and len(got.ids) == 40
+    assert got.ids[:3] == ("e0", "e1", "e2")  # first appearance
+    order = [whole.ids.index(i) for i in got.ids]
+    for name in ("class_cm", "class_cm_pooled", "unmatched", "frames"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(whole, name)[order])
