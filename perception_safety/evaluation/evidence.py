@@ -3,7 +3,8 @@
 Every count of the report (a confusion cell, a BBSL failure, a false stop, a monitor alarm) keeps the frames it
 came from, at most ``per_cell`` of them: the most informative first (`FrameRef.priority`, smaller first; ties by
 stamp). The per-bag pass feeds an `EvidenceCollector`; collectors of bags merge (the reduce). The matching is the
-confusion matrices' own (`match_batch` on the same `FrameBatch`), so a reference sits in the cell it was counted in.
+confusion matrices' own (`MatchedRows` of the same `FrameBatch`: IoU or centre distance as configured), so a reference
+sits in the cell it was counted in.
 
 Cell keys (stable, used by ``perception-safety frames``):
 ``cm:<pred>:<true>@<lo>-<hi>`` class-labeled cell (``pred = empty``: the object was missed);
@@ -22,7 +23,6 @@ from typing import Any
 import numpy as np
 
 from perception_safety.core.types import Frame
-from perception_safety.evaluation.confusion.accumulate import match_batch
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.config import ClassMapper, ConfusionConfig
 from perception_safety.evaluation.confusion.rows import matched_rows
@@ -133,14 +133,8 @@ def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: Conf
         return
     mapper = ClassMapper(cfg)
     batch = batch if batch is not None else FrameBatch.from_frames(frames, mapper)
-    if cfg.matching == "iou":  # the confusion counts' own match of this batch object (made once: `matched_rows`)
-        rows = matched_rows(batch, cfg)
-        gt_pred, det_used = rows.gt_pred, rows.det_matched
-    else:
-        gt_match, _ = match_batch(batch, cfg.iou_threshold, cfg.class_aware)
-        gt_pred = np.append(batch.det_classes, len(cfg.classes)).take(gt_match)  # -1 (missed): ``empty``
-        det_used = np.zeros(len(batch.det_boxes), dtype=bool)
-        det_used[gt_match[gt_match >= 0]] = True
+    rows = matched_rows(batch, cfg)  # the counts' own match (IoU or centre distance), made once per batch object
+    gt_pred, det_used = rows.gt_pred, rows.det_matched
     names = (*cfg.class_names, cfg.empty_label)
     edges = np.asarray(cfg.bin_edges, dtype=np.float64)
     b = np.searchsorted(edges, batch.gt_distances, side="right") - 1

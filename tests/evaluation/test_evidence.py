@@ -113,3 +113,34 @@ def test_adding_many_at_once_keeps_what_adding_one_by_one_keeps():
         many.add_ranked(cells, which, priority, stamp, lambda i, b=built, r=refs: b.append(i) or r[i])
         assert many.to_json() == one.to_json()
         assert len(built) <= 3 * per_cell
+
+
+
+def test_centre_distance_references_sit_in_the_cells_the_counts_put_them():
+    """3D object lists (boxes are bird's-eye-view footprints in metres) matched by centre distance: a detection
+    whose footprint is 1.5 m off a pedestrian's (IoU 0) is a found object, in the evidence as in the counts."""
+    cfg = ConfusionConfig(classes={"ped": ["pedestrian"], "obs": ["car"]}, bin_edges=[0.0, 10.0, 20.0, 30.0],
+                          matching="centre_distance", centre_distance_m=2.0)
+    rng = np.random.default_rng(5)
+    frames = []
+    for i in range(40):
+        gts, dets = [], []
+        for k in range(3):
+            x, y = float(rng.uniform(2, 28)), 6.0 * k - 6.0
+            cls = str(rng.choice(["pedestrian", "car"]))
+            gts.append(GroundTruthObject(Box(x - 0.3, y - 0.3, x + 0.3, y + 0.3), cls, float(np.hypot(x, y)),
+                                         track_id=f"t{k}"))
+            if rng.uniform() < 0.8:  # 1.5 m off (found by centre distance, IoU 0) or 3.5 m off (missed)
+                dx = float(rng.choice([1.5, 3.5]))
+                dets.append(Detection(Box(x + dx - 0.3, y - 0.3, x + dx + 0.3, y + 0.3),
+                                      cls if rng.uniform() < 0.7 else "car", 0.9))
+        frames.append(Frame(i, tuple(dets), tuple(gts)))
+    col = EvidenceCollector(per_cell=5)
+    collect_confusion(col, frames, cfg)
+    dc = confusion_from_frames(frames, cfg)
+    names = dc.class_labels
+    for k, (lo, hi) in enumerate(dc.bin_edges):
+        for p, pred in enumerate(names):
+            for t, true in enumerate(names[:-1]):
+                assert col.counts.get(f"cm:{pred}:{true}@{lo:g}-{hi:g}", 0) == dc.class_cm[k, p, t]
+    assert dc.class_cm[:, :-1, :].sum() > 20  # objects found that no box overlap (IoU 0) would find
