@@ -154,15 +154,17 @@ def demo_copies(demo: Path, copies: int, tmp: Path) -> list[Path]:
     return bags
 
 
-def read_non_image(bags: list[Path]) -> int:
-    """The baseline: rosbags opens every bag and deserializes every message of its non-image topics."""
+def read_non_image(bags: list[Path], deserialise: bool = True) -> int:
+    """The baseline: rosbags opens every bag and deserializes every message of its non-image topics (without
+    ``deserialise``: rosbags' storage alone)."""
     store = ros2_typestore()
     n = 0
     for bag in bags:
         with Reader(bag) as r:
             conns = [c for c in r.connections if "Image" not in c.msgtype]
             for conn, _, raw in r.messages(connections=conns):
-                store.deserialize_cdr(raw, conn.msgtype)
+                if deserialise:
+                    store.deserialize_cdr(raw, conn.msgtype)
                 n += 1
     return n
 

@@ -1,7 +1,7 @@
 """The read of `evaluate`'s map against the bare rosbags read of the same bags (issue 27, target 1).
 
-On ``--copies`` copies of the demo's perception bags (``DIR/episodes/bags/*/perception``; each copy a folder of
-symlinks in a temporary folder), in one run, CPU seconds of this process (best of ``--repeat``):
+On ``--copies`` copies of the demo's perception bags (``DIR/episodes/bags/*/perception``; copies as
+`bench_evaluate.py --demo` makes them), in one run, CPU seconds of this process (best of ``--repeat``):
 - baseline: rosbags' Reader opens every bag and deserialises every message of its non-image topics (the
   denominator of target 1, as `bench_evaluate.py` measures it);
 - rosbags storage alone: the same messages read by rosbags' Reader, not deserialised;
@@ -25,42 +25,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from rosbags.rosbag2 import Reader
-
 from perception_safety.io.bag import BagReadReport, StatusRecords, decode, read_frames
 from perception_safety.io.bag import storage as bag_storage
 from perception_safety.io.typestore import ros2_typestore
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
 
-
-def demo_copies(demo: Path, copies: int, tmp: Path) -> list[Path]:
-    """``copies`` copies of the demo's perception bags, each a folder of symlinks to the originals."""
-    sources = sorted((demo / "episodes" / "bags").glob("*/perception"))
-    if not sources:
-        raise SystemExit(f"{demo}: no episodes/bags/*/perception (run `perception-safety demo --out {demo}`)")
-    bags = []
-    for c in range(copies):
-        for src in sources:
-            dst = tmp / f"copy{c:02d}" / src.parent.name / "perception"
-            dst.mkdir(parents=True)
-            for f in src.iterdir():
-                (dst / f.name).symlink_to(f.resolve())
-            bags.append(dst)
-    return bags
-
-
-def bare_read(bags: list[Path], deserialise: bool = True) -> int:
-    """The baseline: rosbags opens every bag and deserialises every message of its non-image topics."""
-    store = ros2_typestore()
-    n = 0
-    for bag in bags:
-        with Reader(bag) as r:
-            conns = [c for c in r.connections if "Image" not in c.msgtype]
-            for conn, _, raw in r.messages(connections=conns):
-                if deserialise:
-                    store.deserialize_cdr(raw, conn.msgtype)
-                n += 1
-    return n
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_evaluate import demo_copies, read_non_image  # the copies and the baseline of target 1
 
 
 def our_storage(bags: list[Path]) -> int:
@@ -106,7 +77,7 @@ def main() -> None:
         bags = demo_copies(args.demo, args.copies, Path(tmp))
         ros2_typestore()
         map_read(bags[:1], cfg)  # imports and type store built outside the timings
-        bare_read(bags[:1])
+        read_non_image(bags[:1])
         fast = dict(decode.FAST)
 
         def slow_map_read() -> int:
@@ -117,8 +88,8 @@ def main() -> None:
                 decode.FAST.update(fast)
 
         rows = [
-            ("baseline: rosbags read + deserialise, non-image topics", lambda: bare_read(bags)),
-            ("rosbags storage alone (no deserialisation)", lambda: bare_read(bags, deserialise=False)),
+            ("baseline: rosbags read + deserialise, non-image topics", lambda: read_non_image(bags)),
+            ("rosbags storage alone (no deserialisation)", lambda: read_non_image(bags, deserialise=False)),
             ("our storage alone (no deserialisation)", lambda: our_storage(bags)),
             ("map read: read_frames (frames, checks, monitor results)", lambda: map_read(bags, cfg)),
             ("map read with rosbags' deserialiser for every message", slow_map_read),
