@@ -13,8 +13,10 @@ A bag whose map fails is reported (`MapResult.failed`) and the others are still 
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -228,7 +230,13 @@ def _test_case(d: dict[str, Any]) -> TestCase:
 
 
 def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | None = None) -> Reduced:
-    """The reduce step: sum matrices, concatenate samples (in input order)."""
+    """The reduce step: sum matrices, concatenate samples (in input order); the cyclic collector paused (its full
+    passes over the partials free nothing: `collector_paused`)."""
+    with collector_paused():
+        return _reduce(partials, cfg)
+
+
+def _reduce(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | None) -> Reduced:
     red = Reduced(
         bags=[p["bag"] for p in partials],
         frames=sum(p["frames"] for p in partials),
@@ -321,6 +329,22 @@ def analyse_input_kept(input_json: str, config_json: str) -> tuple[str, dict[str
     return partial_text(partial), partial
 
 
+@contextmanager
+def collector_paused(pause: bool = True) -> Iterator[None]:
+    """Python's cyclic garbage collector paused while the map runs in this process: the map builds millions of
+    objects that stay alive (frames of the bag in hand, the partials), so the collector's full passes over them
+    free nothing and cost ≈ 20 % of the map on 48 demo copies; reference counting still frees everything acyclic,
+    and the collector runs as usual again afterwards (also when the map fails)."""
+    was = gc.isenabled()
+    if pause:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 @dataclass(frozen=True)
 class MapResult:
     """The partials of the bags that could be read (input order) and, per bag that could not, the reason."""
@@ -356,7 +380,8 @@ def map_bags(
 
     tasks = [(json.dumps(i.to_json()), config_json) for i in inputs]
     in_process = executor.kind == "local" and (executor.jobs <= 1 or len(tasks) <= 1)  # `run_local`'s rule
-    outcomes = run_tasks(analyse_input_kept if in_process else analyse_input_json, tasks, executor, done)
+    with collector_paused(in_process):
+        outcomes = run_tasks(analyse_input_kept if in_process else analyse_input_json, tasks, executor, done)
     partials, failed = [], {}
     for out in outcomes:
         name = names[out.index]

@@ -165,3 +165,26 @@ def test_the_map_in_this_process_reduces_like_the_map_in_workers(recorded_bags, 
         [p.read_text() for p in sorted((tmp_path / "b").iterdir())]
     a, b = (_plain(reduce_partials(m.partials, cfg)) for m in (here, workers))
     assert a.keys() == b.keys() and all(a[k] == b[k] for k in a), [k for k in a if a[k] != b[k]]
+
+
+def test_the_collector_is_paused_only_while_the_map_runs_here():
+    import gc
+
+    from perception_safety.pipeline.evaluate import collector_paused
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError), collector_paused():
+        raise RuntimeError("a failed map")
+    assert gc.isenabled()
+    with collector_paused(False):
+        assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # a collector the caller had off stays off
+    finally:
+        gc.enable()
