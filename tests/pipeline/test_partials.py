@@ -159,7 +159,12 @@ def test_the_map_in_this_process_reduces_like_the_map_in_workers(recorded_bags, 
     cfg = cfg.model_copy(update={"evaluate": cfg.evaluate.model_copy(update={
         "breakdowns": ["ego_speed_band", "object_size_band"], "analyses": [*cfg.evaluate.analyses, "detection_ap"]})})
     bags = [root / "run0", root / "run1"]
-    here = map_bags(bags, cfg, tmp_path / "a", ExecutorConfig(jobs=1))
+    import gc
+
+    young: list[int] = []  # objects the collector tracks in its youngest generation when a bag is done
+    here = map_bags(bags, cfg, tmp_path / "a", ExecutorConfig(jobs=1),
+                    on_done=lambda _: young.append(gc.get_count()[0]))
+    assert len(young) == 2 and max(young) < 100, young  # collected after each bag: a bag's cycles die with it
     workers = map_bags(bags, cfg, tmp_path / "b", ExecutorConfig(jobs=2))
     assert [p.read_text() for p in sorted((tmp_path / "a").iterdir())] == \
         [p.read_text() for p in sorted((tmp_path / "b").iterdir())]
@@ -188,3 +193,23 @@ def test_the_collector_is_paused_only_while_the_map_runs_here():
         assert not gc.isenabled()  # a collector the caller had off stays off
     finally:
         gc.enable()
+
+
+def test_tidy_frees_the_cycles_of_one_input_while_the_collector_is_paused():
+    import gc
+    import weakref
+
+    from perception_safety.pipeline.evaluate import collector_paused
+
+    class Node:
+        pass
+
+    with collector_paused() as tidy:
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle: reference counting alone never frees it
+        alive = weakref.ref(a)
+        del a, b
+        assert alive() is not None
+        tidy()
+        assert alive() is None
+        assert not gc.isenabled()
