@@ -23,6 +23,20 @@ def _gt(x: float, dist: float, cls: str = "pedestrian") -> GroundTruthObject:
     return GroundTruthObject(Box(x, 100, x + 20, 160), cls, dist, track_id=f"{cls}{x:g}")
 
 
+def _counted_like_the_matrices(frames: list[Frame], cfg: ConfusionConfig) -> EvidenceCollector:
+    """Evidence of ``frames`` (5 references per cell) whose counts equal every class-labeled cell of the matrices
+    of the same frames (the (empty, empty) cell counts frames, not objects)."""
+    col = EvidenceCollector(per_cell=5)
+    collect_confusion(col, frames, cfg)
+    dc = confusion_from_frames(frames, cfg)
+    names = dc.class_labels
+    for k, (lo, hi) in enumerate(dc.bin_edges):
+        for p, pred in enumerate(names):
+            for t, true in enumerate(names[:-1]):
+                assert col.counts.get(f"cm:{pred}:{true}@{lo:g}-{hi:g}", 0) == dc.class_cm[k, p, t]
+    return col
+
+
 def test_each_object_lands_in_its_cell_and_errors_are_ranked_nearest_first():
     frames = [
         Frame(0, (), (_gt(0, 15.0), _gt(50, 4.0))),  # two missed pedestrians: 15 m and 4 m
@@ -50,14 +64,7 @@ def test_counts_agree_with_the_confusion_matrices_of_the_same_frames():
                                "pedestrian" if rng.uniform() < 0.6 else "car", 0.9)
                      for g in gts if rng.uniform() < 0.7)
         frames.append(Frame(i, dets, gts))
-    col = EvidenceCollector(per_cell=5)
-    collect_confusion(col, frames, CFG)
-    dc = confusion_from_frames(frames, CFG)
-    names = dc.class_labels
-    for k, (lo, hi) in enumerate(dc.bin_edges):
-        for p, pred in enumerate(names):
-            for t, true in enumerate(names[:-1]):  # the (empty, empty) cell counts frames, not objects
-                assert col.counts.get(f"cm:{pred}:{true}@{lo:g}-{hi:g}", 0) == dc.class_cm[k, p, t]
+    col = _counted_like_the_matrices(frames, CFG)
     assert all(len(col.refs(key)) == min(5, n) for key, n in col.counts.items())
 
 
@@ -135,12 +142,6 @@ def test_centre_distance_references_sit_in_the_cells_the_counts_put_them():
                 dets.append(Detection(Box(x + dx - 0.3, y - 0.3, x + dx + 0.3, y + 0.3),
                                       cls if rng.uniform() < 0.7 else "car", 0.9))
         frames.append(Frame(i, tuple(dets), tuple(gts)))
-    col = EvidenceCollector(per_cell=5)
-    collect_confusion(col, frames, cfg)
     dc = confusion_from_frames(frames, cfg)
-    names = dc.class_labels
-    for k, (lo, hi) in enumerate(dc.bin_edges):
-        for p, pred in enumerate(names):
-            for t, true in enumerate(names[:-1]):
-                assert col.counts.get(f"cm:{pred}:{true}@{lo:g}-{hi:g}", 0) == dc.class_cm[k, p, t]
+    _counted_like_the_matrices(frames, cfg)
     assert dc.class_cm[:, :-1, :].sum() > 20  # objects found that no box overlap (IoU 0) would find
