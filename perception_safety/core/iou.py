@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 
@@ -20,10 +22,29 @@ def box_areas(boxes: np.ndarray) -> np.ndarray:
 
 def _iou(a: np.ndarray, b: np.ndarray, area_a: np.ndarray, area_b: np.ndarray) -> np.ndarray:
     """IoU of boxes ``a`` and ``b`` (broadcastable ``(..., 4)`` arrays) given their areas."""
-    ix = np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0])
-    iy = np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1])
-    inter = np.clip(ix, 0.0, None) * np.clip(iy, 0.0, None)
-    union = area_a + area_b - inter
+    return iou_of_columns((a[..., 0], a[..., 1], a[..., 2], a[..., 3], area_a),
+                          (b[..., 0], b[..., 1], b[..., 2], b[..., 3], area_b))
+
+
+def iou_of_columns(
+    a: Sequence[np.ndarray], b: Sequence[np.ndarray], ai: np.ndarray | None = None, bi: np.ndarray | None = None
+) -> np.ndarray:
+    """IoU of boxes given as columns ``(x_min, y_min, x_max, y_max, area)`` of two broadcastable sets; with indexes,
+    of the pairs ``(a[ai[k]], b[bi[k]])``, each column gathered only when used (`confusion.matching`'s candidate
+    pairs). A pair whose union is empty has IoU 0. The one IoU arithmetic of the package."""
+
+    def col(cols: Sequence[np.ndarray], idx: np.ndarray | None, j: int) -> np.ndarray:
+        return cols[j] if idx is None else cols[j][idx]
+
+    ix = np.minimum(col(a, ai, 2), col(b, bi, 2))
+    ix -= np.maximum(col(a, ai, 0), col(b, bi, 0))
+    np.clip(ix, 0.0, None, out=ix)
+    iy = np.minimum(col(a, ai, 3), col(b, bi, 3))
+    iy -= np.maximum(col(a, ai, 1), col(b, bi, 1))
+    np.clip(iy, 0.0, None, out=iy)
+    inter = np.multiply(ix, iy, out=ix)
+    union = col(a, ai, 4) + col(b, bi, 4)
+    union -= inter
     out = np.zeros_like(inter)
     np.divide(inter, union, out=out, where=union > 0)
     return out

@@ -1,9 +1,9 @@
 """One-to-one matching of a whole columnar batch at once: the same matching as per-frame `core.match_boxes`.
 
 Candidate pairs come from a sorted window join on ``x_min`` (a superset of the admissible pairs), their IoU from
-per-coordinate columns (the arithmetic of `core.iou`, so the values are the same bits); a pair whose detection and
-object have no other admissible pair is its own unique optimum, other small connected components of the
-admissible-pair graph are solved exactly by enumeration, and only frames with a larger component or a near-tie go
+per-coordinate columns (`core.iou.iou_of_columns`, the arithmetic of every IoU of the package); a pair whose
+detection and object have no other admissible pair is its own unique optimum, other small connected components of
+the admissible-pair graph are solved exactly by enumeration, and only frames with a larger component or a near-tie go
 to the per-frame Hungarian `core.match_boxes` (or `match_centres`).
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from perception_safety.core.iou import iou_of_columns
 from perception_safety.core.matching import match_boxes, match_centres
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.centre_pairs import centre_candidate_pairs
@@ -37,24 +38,6 @@ def _columns(boxes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.
     area = np.clip(w, 0.0, None) * np.clip(h, 0.0, None)
     usable = (w > 0.0) & (w < np.inf) & (h > 0.0) & (h < np.inf)
     return x0, y0, x1, y1, area, usable
-
-
-def _pair_iou(det: tuple[np.ndarray, ...], gt: tuple[np.ndarray, ...], di: np.ndarray, gi: np.ndarray) -> np.ndarray:
-    """IoU of detection ``di[k]`` with object ``gi[k]``: the operations of `core.iou.iou_pairs` in the same order
-    (the same bits), on gathered columns instead of gathered rows."""
-    ix = np.minimum(det[2][di], gt[2][gi])
-    ix -= np.maximum(det[0][di], gt[0][gi])
-    np.clip(ix, 0.0, None, out=ix)
-    iy = np.minimum(det[3][di], gt[3][gi])
-    iy -= np.maximum(det[1][di], gt[1][gi])
-    np.clip(iy, 0.0, None, out=iy)
-    inter = np.multiply(ix, iy, out=ix)
-    union = det[4][di]
-    union += gt[4][gi]
-    union -= inter
-    out = np.zeros_like(inter)
-    np.divide(inter, union, out=out, where=union > 0)
-    return out
 
 
 def candidate_pairs(
@@ -144,7 +127,7 @@ def candidate_pairs(
     pos = np.repeat(first, counts)
     pos += np.arange(total, dtype=np.int64)
     gi = order[pos]
-    return di, gi, _pair_iou(d, g, di, gi)
+    return di, gi, iou_of_columns(d, g, di, gi)
 
 
 def match_batch(
