@@ -22,8 +22,8 @@ import numpy as np
 from perception_safety.core.types import Frame, InvalidValueError
 from perception_safety.io import bag_messages as bm
 from perception_safety.io.bag import BagError, BagReadReport, BagTopics, read_frames
-from perception_safety.io.bag.reading import _read_open
-from perception_safety.io.bag.storage import OpenBag, open_bag
+from perception_safety.io.bag.reading import _read_open, open_readable
+from perception_safety.io.bag.storage import OpenBag
 from perception_safety.io.image_codec import jpeg_size
 from perception_safety.io.typestore import ros2_typestore
 
@@ -53,10 +53,7 @@ def images_at(bag: str | Path, topic: str | Sequence[str], stamps: Iterable[int]
     out: dict[int, np.ndarray] = {}
     if wanted.size == 0:
         return out
-    try:
-        reader = open_bag(Path(bag))
-    except Exception as exc:
-        raise BagError(f"{bag}: cannot open bag: {exc}") from exc
+    reader = open_readable(bag)
     try:
         for name in [topic] if isinstance(topic, str) else topic:
             conns = [c for c in reader.connections if c.topic == name]
@@ -97,6 +94,11 @@ def _decode_wanted(bag: str | Path, reader: OpenBag | _Window, conns: list, want
             break
 
 
+def _image_topics(topics: BagTopics, image_topic: str | None) -> list[str]:
+    """The image topic asked for, else the configured one and its image_transport ``/compressed`` twin, in turn."""
+    return [image_topic] if image_topic is not None else [topics.image, topics.image + "/compressed"]
+
+
 def frames_at(bag: str | Path, stamps: Iterable[int], topics: BagTopics | None = None, tolerance_ns: int = 0,
               image_topic: str | None = None) -> dict[int, Frame]:
     """The frames of ``bag`` at the wanted anchor stamps, each with its image when the bag has one."""
@@ -104,7 +106,7 @@ def frames_at(bag: str | Path, stamps: Iterable[int], topics: BagTopics | None =
     wanted = {int(s) for s in stamps}
     frames = {f.stamp_ns: f for f in read_frames(bag, topics, tolerance_ns, with_images=False, report=BagReadReport())
               if f.stamp_ns in wanted}
-    names = [image_topic] if image_topic is not None else [topics.image, topics.image + "/compressed"]
+    names = _image_topics(topics, image_topic)
     images = images_at(bag, names, frames, tolerance_ns)
     return {s: replace(f, image=images.get(s)) for s, f in frames.items()}
 
@@ -142,11 +144,8 @@ def frames_in_windows(bag: str | Path, windows: Mapping[int, Sequence[int]], top
     image is smaller than its boxes' pixel grid by the ratio of the shapes (`report.overlay` ``full_size``).
     """
     topics = topics or BagTopics()
-    names = [image_topic] if image_topic is not None else [topics.image, topics.image + "/compressed"]
-    try:
-        reader = open_bag(Path(bag))
-    except Exception as exc:
-        raise BagError(f"{bag}: cannot open bag: {exc}") from exc
+    names = _image_topics(topics, image_topic)
+    reader = open_readable(bag)
     out: dict[int, Frame] = {}
     try:
         conns = next(([c for c in reader.connections if c.topic == n] for n in names

@@ -90,6 +90,15 @@ class StatusRecords:
     missing: str = ""
 
 
+def open_readable(path: str | Path) -> OpenBag:
+    """`storage.open_bag`, a bag that cannot be opened a `BagError` naming it (rosbags raises several types for
+    damaged bags)."""
+    try:
+        return open_bag(Path(path))
+    except Exception as exc:
+        raise BagError(f"{path}: cannot open bag: {exc}") from exc
+
+
 def read_monitor_results(
     path: str | Path, topics: BagTopics | None = None
 ) -> list[tuple[int, tuple[MonitorResult, ...]]]:
@@ -97,10 +106,7 @@ def read_monitor_results(
     topics = topics or BagTopics()
     path = Path(path)
     store = ros2_typestore()
-    try:
-        reader = open_bag(path)
-    except Exception as exc:
-        raise BagError(f"{path}: cannot open bag: {exc}") from exc
+    reader = open_readable(path)
     try:
         conns = [c for c in reader.connections if c.topic == topics.monitor_results]
         if not conns:
@@ -178,10 +184,7 @@ def read_frames(
     report = report if report is not None else BagReadReport()
     path = Path(path)
     bag = str(path)
-    try:
-        reader = open_bag(path)
-    except Exception as exc:  # rosbags raises several types for damaged bags
-        raise BagError(f"{bag}: cannot open bag: {exc}") from exc
+    reader = open_readable(path)
     try:
         yield from _read_open(reader, bag, topics, tolerance_ns, with_images, report, statuses, windows)
     finally:
