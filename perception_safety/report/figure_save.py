@@ -7,18 +7,15 @@ from __future__ import annotations
 import io
 import math
 from pathlib import Path
-from typing import Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from perception_safety.report.html import MAX_FIGURE_WIDTH
+from perception_safety.report.html import MAX_FIGURE_WIDTH, palette_image
 from perception_safety.safe_io import atomic_path, write_bytes
 
 REPORT_WIDTH = MAX_FIGURE_WIDTH
 """Width (px) of a figure drawn for the report: the width the page shows it at."""
-PALETTE = 64
-"""Colours of a report figure's palette (plots use few; anti-aliased edges take the rest)."""
 
 
 Margins = tuple[float, float, float, float, float, float]
@@ -46,7 +43,7 @@ def fixed_grid(n: int, cols: int, w: float, h: float, sharey: bool = True, margi
 
 def save_figure(fig: Figure, path: str | Path, dpi: float, width_px: int | None = REPORT_WIDTH) -> Path:
     """Write ``fig`` to ``path``: for the report (``width_px``, a ``.png``), drawn once at ``dpi`` or less so that
-    it is at most ``width_px`` wide and stored as a ``PALETTE``-colour PNG; else ``savefig`` at ``dpi`` (any
+    it is at most ``width_px`` wide and stored as a palette PNG (`html.palette_image`); else ``savefig`` at ``dpi`` (any
     format by suffix). The write is atomic (complete or absent, never through a link)."""
     from PIL import Image
 
@@ -62,12 +59,3 @@ def save_figure(fig: Figure, path: str | Path, dpi: float, width_px: int | None 
     buf = io.BytesIO()
     palette_image(rgba.convert("RGB")).save(buf, "PNG")
     return write_bytes(path, buf.getvalue())
-
-
-def palette_image(rgb: Any) -> Any:
-    """``rgb`` (a PIL image) with `PALETTE` colours by median cut: the octree quantisers are ten times cheaper but
-    merge white with a colour map's palest cells (a faint tint over the page, an empty cell looking like a
-    0.00 one); median cut keeps both (measured: mean error 0.4-0.8 vs 2-3 levels)."""
-    from PIL import Image
-
-    return rgb.quantize(PALETTE, method=Image.Quantize.MEDIANCUT)

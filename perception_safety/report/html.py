@@ -94,10 +94,12 @@ class Section:
 
 MAX_FIGURE_WIDTH = 820
 """Embedded figures are scaled down to this width (px): the page is at most 1100 px wide."""
+PALETTE = 64
+"""Colours of an embedded figure's palette (plots use few; anti-aliased edges take the rest)."""
 
 
-def compact_png(png: bytes, colours: int = 64) -> bytes:
-    """A PNG sized for the screen: at most `MAX_FIGURE_WIDTH` wide, ``colours`` palette colours (plots use few)."""
+def compact_png(png: bytes) -> bytes:
+    """A PNG sized for the screen: at most `MAX_FIGURE_WIDTH` wide, `PALETTE` colours (`palette_image`)."""
     from PIL import Image
 
     try:
@@ -110,8 +112,17 @@ def compact_png(png: bytes, colours: int = 64) -> bytes:
     if im.width > MAX_FIGURE_WIDTH:
         im = im.resize((MAX_FIGURE_WIDTH, round(im.height * MAX_FIGURE_WIDTH / im.width)), Image.Resampling.LANCZOS)
     buf = io.BytesIO()
-    im.quantize(colors=colours, method=Image.Quantize.MEDIANCUT).save(buf, "PNG", optimize=True)
+    palette_image(im).save(buf, "PNG", optimize=True)
     return buf.getvalue() if buf.tell() < len(png) else png
+
+
+def palette_image(rgb: Any) -> Any:
+    """``rgb`` (a PIL image) with `PALETTE` colours by median cut: the octree quantisers are ten times cheaper but
+    merge white with a colour map's palest cells (a faint tint over the page, an empty cell looking like a
+    0.00 one); median cut keeps both (measured: mean error 0.4-0.8 vs 2-3 levels)."""
+    from PIL import Image
+
+    return rgb.quantize(PALETTE, method=Image.Quantize.MEDIANCUT)
 
 
 def figure_png(fig: Any, dpi: int = 110) -> bytes:

@@ -10,8 +10,8 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure
 from PIL import Image
 
-from perception_safety.report.figure_save import PALETTE, REPORT_WIDTH, save_figure
-from perception_safety.report.html import Section
+from perception_safety.report.figure_save import REPORT_WIDTH, save_figure
+from perception_safety.report.html import PALETTE, Section
 
 
 def _figure() -> Figure:
