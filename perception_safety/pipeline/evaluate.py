@@ -317,8 +317,7 @@ def _reduce(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | None) -> R
 
 def analyse_input_json(input_json: str, config_json: str) -> str:
     """`analyse_input` as JSON text: the map task every executor runs (the partial travels back as data)."""
-    inp = MapInput.from_json(json.loads(input_json))
-    return partial_text(analyse_input(inp, EvaluateConfig.model_validate_json(config_json)))
+    return analyse_input_kept(input_json, config_json)[0]
 
 
 def analyse_input_kept(input_json: str, config_json: str) -> tuple[str, dict[str, Any]]:
