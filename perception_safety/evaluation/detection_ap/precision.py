@@ -6,10 +6,11 @@ recall points 0, 0.01, ..., 1 (zero beyond the highest recall reached); AP at on
 COCO AP the mean over the thresholds 0.50:0.05:0.95. With no regular ground truth AP is undefined (``None``).
 Weighted counts (``weights``) give the same computation for a resample of episodes (the bootstrap).
 
-Only the ranks where recall can rise (a true positive at the threshold) are evaluated: between two of them
-precision only falls, so the envelope read at the recall points is the same as over every rank (and is
-computed on exact integer counts, so the numbers are identical); this keeps the bootstrap's
-(resamples x thresholds x ranks) work to the true positives.
+Only the last rank of each run of true positives (at the threshold) is evaluated: between two such ends precision
+only falls, and within a run it only rises, so the envelope read at the recall points is the same as over every
+rank (and is computed on exact integer counts, so the numbers are identical); this keeps the bootstrap's
+(resamples x thresholds x ranks) work to the runs, and a resample's counts are sums over distinct (run, episode)
+pairs (the 16 identical copies of a detection in a run: one product, not 16 additions).
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ def precision_at_recall_points(
         n = np.asarray(n_gt, dtype=np.float64).reshape(-1)
     out = np.zeros((len(w), tp.shape[0], len(RECALL_POINTS)))
     w = _counts(w, len(order))
+    first = _first_counts(n)
     for t in range(tp.shape[0] if tp.shape[1] else 0):
-        out[:, t] = _at_recall_points(tp[t], fp[t], w, unit, n)
+        out[:, t] = _at_recall_points(tp[t], fp[t], w, unit, n, first)
     if weights is None:
         return out[0]
     out[n <= 0] = np.nan
@@ -68,15 +70,20 @@ def _counts(w: np.ndarray, ranks: int) -> np.ndarray:
     return w
 
 
-def _cumsum_at(flags: np.ndarray, w: np.ndarray, unit: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """``(B, len(at))``: per row, the weight (``w`` of each rank's ``unit``) summed over the flagged ranks up to and
-    including each rank in ``at``."""
-    pos = np.flatnonzero(flags)
-    if pos.size == 0:
-        return np.zeros((len(w), len(at)), dtype=w.dtype)
-    sums = np.cumsum(np.concatenate([np.zeros((len(w), 1), dtype=w.dtype), w.take(unit[pos], axis=1)], axis=1),
-                     axis=1, dtype=w.dtype)
-    return sums.take(np.searchsorted(pos, at, side="right"), axis=1)
+def _running_sums(w: np.ndarray, unit: np.ndarray, group: np.ndarray, groups: int) -> np.ndarray:
+    """``(B, groups)``: per row, the weight (``w`` of each rank's ``unit``) summed over the ranks of groups ``0..g``
+    for each group ``g`` (``group`` non-decreasing); a unit met k times in one group is one product ``k * w``, so the
+    work is the distinct (group, unit) pairs (16 copies of one episode's detection in a run: one pair). Integer
+    sums: exact."""
+    if group.size == 0:
+        return np.zeros((len(w), groups), dtype=w.dtype)
+    pairs, count = np.unique(group * w.shape[1] + unit, return_counts=True)  # sorted: by group, then unit
+    of_pair, unit_of_pair = np.divmod(pairs, w.shape[1])
+    values = w.take(unit_of_pair, axis=1)
+    if count.max() > 1:
+        values *= count.astype(w.dtype)
+    sums = np.cumsum(np.concatenate([np.zeros((len(w), 1), dtype=w.dtype), values], axis=1), axis=1, dtype=w.dtype)
+    return sums.take(np.searchsorted(of_pair, np.arange(groups), side="right"), axis=1)
 
 
 def _first_counts(n: np.ndarray) -> np.ndarray:
@@ -90,24 +97,40 @@ def _first_counts(n: np.ndarray) -> np.ndarray:
     return m
 
 
-def _at_recall_points(tp: np.ndarray, fp: np.ndarray, w: np.ndarray, unit: np.ndarray, n: np.ndarray) -> np.ndarray:
-    """``(B, 101)`` interpolated precision at one threshold from the ranks where recall can rise.
+def _at_recall_points(
+    tp: np.ndarray, fp: np.ndarray, w: np.ndarray, unit: np.ndarray, n: np.ndarray, first_counts: np.ndarray
+) -> np.ndarray:
+    """``(B, 101)`` interpolated precision at one threshold from the last rank of each run of true positives
+    (``first_counts``: `_first_counts` of ``n``).
 
-    Point k's value is the best precision from the first rank whose recall reaches the point on (the envelope): one
-    search over all rows (the counts of each row offset past the previous row's) finds each point's first rank,
-    and the best precision of each stretch between consecutive points' first ranks is a `reduceat`.
+    Within a run of true positives (no false positive between them) precision only rises — ``(a + w) / (b + w) >=
+    a / b`` for ``a <= b`` and exact integer counts, and a correctly rounded division keeps that order — so the best
+    precision from any rank of the run on is reached at the run's end or later, and the first rank reaching a recall
+    point lies in the first run whose end reaches it: the envelope read at the recall points is the one over every
+    rank, bit for bit, from the runs' ends alone. Each run's TP weight and the FP weight before it are sums over
+    (run, unit) pairs (`_running_sums`); one search over all rows (the counts of each row offset past the previous
+    row's) finds each point's first run, and the best precision of each stretch between consecutive points' first
+    runs is a `reduceat`.
     """
     rise = np.flatnonzero(tp)
-    rows, k, s = len(w), len(RECALL_POINTS), rise.size
-    if s == 0:
+    rows, k = len(w), len(RECALL_POINTS)
+    if rise.size == 0:
         return np.zeros((rows, k))
-    counts = np.cumsum(w.take(unit[rise], axis=1), axis=1, dtype=w.dtype)  # integer-valued: exact
-    seen = (counts + _cumsum_at(fp, w, unit, rise)).astype(np.float64, copy=False)
+    fp_before = np.cumsum(fp)[rise]  # false positives ranked above each true positive
+    new_run = np.r_[True, fp_before[1:] != fp_before[:-1]]
+    run = np.cumsum(new_run) - 1
+    s = int(run[-1]) + 1
+    counts = _running_sums(w, unit[rise], run, s)  # integer-valued: exact
+    fpos = np.flatnonzero(fp)
+    gap = np.searchsorted(fp_before[new_run], np.arange(fpos.size), side="right")  # the run each FP precedes
+    ahead = gap < s  # false positives after the last true positive change no precision read
+    fp_counts = _running_sums(w, unit[fpos[ahead]], gap[ahead], s)
+    seen = (counts + fp_counts).astype(np.float64, copy=False)
     tps = counts.astype(np.float64, copy=False)
     precision = np.append((tps / (seen + EPS)).ravel(), 0.0)
     offset = (np.arange(rows) * (np.max(n, initial=0.0) + tps[:, -1].max() + 2.0))[:, None]
-    first = np.searchsorted((tps + offset).ravel(), (_first_counts(n) + offset).ravel(), side="left")
-    first = first.reshape(rows, k) - (np.arange(rows) * s)[:, None]  # rank within the row; s = never reached
+    first = np.searchsorted((tps + offset).ravel(), (first_counts + offset).ravel(), side="left")
+    first = first.reshape(rows, k) - (np.arange(rows) * s)[:, None]  # run within the row; s = never reached
     bounds = np.concatenate([first, np.full((rows, 1), s)], axis=1) + (np.arange(rows) * s)[:, None]
     best = np.maximum.reduceat(precision, bounds.ravel()).reshape(rows, k + 1)[:, :k]
     best[np.diff(bounds, axis=1) == 0] = 0.0  # an empty stretch (reduceat gives its next element)

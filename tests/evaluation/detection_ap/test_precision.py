@@ -58,6 +58,31 @@ def test_weighted_precision_equals_the_reference_bit_for_bit() -> None:
         assert np.array_equal(per_rank, want, equal_nan=True)
 
 
+def test_runs_of_copies_all_hits_all_misses_and_one_unit_equal_the_reference() -> None:
+    """The package reads precision at the end of each run of true positives and sums a run's weight per distinct
+    (run, unit) pair: detections copied 16 times (the benchmark's input: each copy adjacent after the stable sort,
+    same episode), all true positives, all false positives, a single drawn episode, a resample of a unit without
+    detections must all give the per-rank reference's numbers."""
+    for seed in range(4):
+        scores, tp, fp, episode, gt, weights = _case(seed, n=60)
+        rep = 16
+        copies = (np.repeat(scores, rep), np.repeat(tp, rep, axis=1), np.repeat(fp, rep, axis=1),
+                  np.repeat(episode, rep))  # fmt: skip
+        n_gt = weights @ (gt * rep)
+        got = precision_at_recall_points(*copies[:3], n_gt, weights, copies[3])
+        assert np.array_equal(got, _reference(*copies[:3], n_gt, weights[:, copies[3]]), equal_nan=True)
+        hits, misses = np.ones_like(tp), np.zeros_like(tp)
+        for flags in ((hits, misses), (misses, hits), (tp & (np.arange(len(scores)) < 30), fp)):
+            n_gt = weights @ (gt + np.bincount(episode, minlength=len(gt)))
+            got = precision_at_recall_points(scores, *flags, n_gt, weights, episode)
+            assert np.array_equal(got, _reference(scores, *flags, n_gt, weights[:, episode]), equal_nan=True)
+        one = np.zeros((3, weights.shape[1]))
+        one[:, 2] = [1.0, 3.0, 5.0]  # every resample draws episode 2 only
+        n_gt = one @ gt
+        got = precision_at_recall_points(scores, tp, fp, n_gt, one, episode)
+        assert np.array_equal(got, _reference(scores, tp, fp, n_gt, one[:, episode]), equal_nan=True)
+
+
 def test_unweighted_precision_equals_the_reference_bit_for_bit() -> None:
     for seed in range(6):
         scores, tp, fp, _, gt, _ = _case(seed, n=120, t=10)
