@@ -162,13 +162,20 @@ def effective_counts(
     (or to any binomial method) in place of the frame counts. One cluster gives ``n_eff = 0`` (no information
     about the spread between clusters: the vacuous interval).
     """
+    x_eff, n_eff, deff, _, _ = _effective(successes, trials, alpha, axis)
+    return x_eff, n_eff, deff
+
+
+def _effective(successes: ArrayLike, trials: ArrayLike, alpha: float, axis: int = 0
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(x_eff, n_eff, deff, icc, clusters)``: `effective_counts` and the rest of its `design_effect`."""
     y = np.asarray(successes, dtype=np.float64)
     m = np.asarray(trials, dtype=np.float64)
-    deff, _, k = design_effect(y, m, axis)
+    deff, icc, k = design_effect(y, m, axis)
     n = m.sum(axis=axis)
     p = np.where(n > 0, y.sum(axis=axis) / np.where(n > 0, n, 1.0), 0.0)
     n_eff = np.minimum(n / deff * degrees_of_freedom_factor(k, alpha), n)
-    return p * n_eff, n_eff, deff
+    return p * n_eff, n_eff, deff, icc, k
 
 
 def _beta_interval(x: float, n: float, alpha: float) -> tuple[float, float]:
@@ -204,8 +211,7 @@ def clustered_proportion(successes: ArrayLike, trials: ArrayLike, alpha: float =
     """The proportion ``Σy / Σm`` of per-cluster counts with its Korn-Graubard interval (module docstring)."""
     y = np.asarray(successes, dtype=np.int64).ravel()
     m = np.asarray(trials, dtype=np.int64).ravel()
-    x_eff, n_eff, deff = effective_counts(y, m, alpha)
-    _, icc, k = design_effect(y, m)
+    x_eff, n_eff, deff, icc, k = _effective(y, m, alpha)  # one design effect for the interval and the report
     n, s = int(m.sum()), int(y.sum())
     if n == 0:
         return ClusteredProportion(s, 0, 0, None, None, None, 1.0, None, 0.0, alpha, CLUSTERED)

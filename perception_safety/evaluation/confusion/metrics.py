@@ -70,9 +70,11 @@ def _bounds(r: ClusteredProportion | None) -> tuple[float | None, float | None]:
 
 
 def class_metrics_at(
-    dc: DistanceConfusion, bins: list[int] | None, name: str, alpha: float = 0.05, min_samples: int = 1
+    dc: DistanceConfusion, bins: list[int] | None, name: str, alpha: float = 0.05, min_samples: int = 1,
+    precision: bool = True,
 ) -> list[ClassMetrics]:
-    """Metrics of every evaluation class over ``bins`` (None = the pooled matrix)."""
+    """Metrics of every evaluation class over ``bins`` (None = the pooled matrix); without ``precision`` the
+    precision rates and their intervals are not computed (None; ``thin`` then judges recall's samples only)."""
     cm = dc.class_cm_pooled if bins is None else dc.class_cm[bins].sum(axis=0)
     lo = dc.bin_edges[0][0] if bins is None else dc.bin_edges[bins[0]][0]
     hi = dc.bin_edges[-1][1] if bins is None else dc.bin_edges[bins[-1]][1]
@@ -81,9 +83,9 @@ def class_metrics_at(
     for c, label in enumerate(dc.class_labels[:-1]):
         gt, tp, missed, predicted = int(cm[:, c].sum()), int(cm[c, c]), int(cm[e, c]), int(cm[c, :].sum())
         rec = recall_of(dc, c, bins, alpha)
-        prec = precision_of(dc, c, bins, alpha)
-        matched = precision_of(dc, c, bins, alpha, matched_only=True)
-        n_prec = prec.trials if prec is not None else predicted
+        prec = precision_of(dc, c, bins, alpha) if precision else None
+        matched = precision_of(dc, c, bins, alpha, matched_only=True) if precision else None
+        n_prec = prec.trials if prec is not None else predicted if precision else 0
         out.append(
             ClassMetrics(
                 bin=name,
@@ -118,12 +120,17 @@ def class_metrics_at(
     return out
 
 
-def class_metrics(dc: DistanceConfusion, alpha: float = 0.05, min_samples: int = 1) -> list[ClassMetrics]:
-    """Metrics per bin and class of the class-labeled matrices, then the pooled ones (bin ``pooled``)."""
+def class_metrics(dc: DistanceConfusion, alpha: float = 0.05, min_samples: int = 1,
+                  precision: bool = True) -> list[ClassMetrics]:
+    """Metrics per bin and class of the class-labeled matrices, then the pooled ones (bin ``pooled``).
+
+    ``precision=False``: recall only (`class_metrics_at`), for readers of recall such as the breakdowns, whose
+    cluster-aware precision intervals would cost twice what the recall ones do and never be shown.
+    """
     rows: list[ClassMetrics] = []
     for k in range(dc.n_bins):
-        rows += class_metrics_at(dc, [k], str(k), alpha, min_samples)
-    rows += class_metrics_at(dc, None, "pooled", alpha, min_samples)
+        rows += class_metrics_at(dc, [k], str(k), alpha, min_samples, precision)
+    rows += class_metrics_at(dc, None, "pooled", alpha, min_samples, precision)
     return rows
 
 

@@ -62,7 +62,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             dc = g.confusion()
             pooled: dict[str, Any] = {}
             if dc is not None:
-                metrics = class_metrics(dc, alpha, cfg.confusion.min_samples)
+                metrics = class_metrics(dc, alpha, cfg.confusion.min_samples, precision=False)  # recall shown only
                 metrics_by_value[value] = metrics
                 pooled = {m.label: m for m in metrics if m.bin == "pooled" and m.label != dc.empty_label}
                 classes = classes or list(pooled)
