@@ -13,10 +13,8 @@ A bag whose map fails is reported (`MapResult.failed`) and the others are still 
 
 from __future__ import annotations
 
-import gc
 import json
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -54,6 +52,7 @@ from perception_safety.pipeline.breakdowns import (
     size_band_parts,
     speed_band_parts,
 )
+from perception_safety.pipeline.collector import collector_paused
 from perception_safety.pipeline.evaluate_config import STOP_REGION_SPEC, EvaluateConfig
 from perception_safety.pipeline.partials import partial_text, read_partial
 from perception_safety.safe_io import write_text
@@ -231,7 +230,7 @@ def _test_case(d: dict[str, Any]) -> TestCase:
 
 def reduce_partials(partials: Sequence[dict[str, Any]], cfg: EvaluateConfig | None = None) -> Reduced:
     """The reduce step: sum matrices, concatenate samples (in input order); the cyclic collector paused (its full
-    passes over the partials free nothing: `collector_paused`)."""
+    passes over the partials free nothing: `pipeline.collector`)."""
     with collector_paused():
         return _reduce(partials, cfg)
 
@@ -326,25 +325,6 @@ def analyse_input_kept(input_json: str, config_json: str) -> tuple[str, dict[str
     inp = MapInput.from_json(json.loads(input_json))
     partial = analyse_input(inp, EvaluateConfig.model_validate_json(config_json))
     return partial_text(partial), partial
-
-
-@contextmanager
-def collector_paused(pause: bool = True) -> Iterator[Callable[[], None]]:
-    """Python's cyclic garbage collector paused while the map runs in this process: the map builds millions of
-    objects that stay alive (frames of the bag in hand, the partials), so the collector's full passes over them
-    free nothing and cost ≈ 20 % of the map on 48 demo copies; reference counting still frees everything acyclic,
-    and the collector runs as usual again afterwards (also when the map fails).
-
-    Yields ``tidy``, which the map calls after each input: it collects the young generations only (the cycles made
-    since the last call; no full pass), so cyclic garbage never outlives one bag on a long run."""
-    was = gc.isenabled()
-    if pause:
-        gc.disable()
-    try:
-        yield (lambda: gc.collect(1)) if pause else (lambda: None)
-    finally:
-        if was:
-            gc.enable()
 
 
 @dataclass(frozen=True)

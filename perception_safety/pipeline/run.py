@@ -27,6 +27,7 @@ from perception_safety.pipeline.analyses import (
 )
 from perception_safety.pipeline.analyses.base import Evaluation
 from perception_safety.pipeline.bag_pass import MapInput
+from perception_safety.pipeline.collector import frozen_for_run
 from perception_safety.pipeline.evaluate import NothingUsableError, map_bags, reduce_partials
 from perception_safety.pipeline.evaluate_config import EvaluateConfig, check_requirement_names
 from perception_safety.pipeline.provenance import HashMode, header_lines, provenance
@@ -78,7 +79,7 @@ def run_evaluate(
     The map runs on ``cfg.executor`` (``jobs``, when given, overrides its job count); a bag that cannot be read
     is reported in the data-quality section and the rest are evaluated.
     """
-    with evaluation_run(out, run_id) as rid:
+    with evaluation_run(out, run_id) as rid, frozen_for_run():  # the map's survivors out of the collector's reach
         return _evaluate(inputs, cfg, config_text, out, jobs, console, episode_logs, include_perfect, hash_mode,
                          include_monitored, rid)
 
