@@ -48,7 +48,7 @@ def map_read(bags: list[Path], cfg) -> int:
     """`read_frames` as the map calls it (`pipeline.evaluate` ReadOptions: no images, monitor results)."""
     n = 0
     for bag in bags:
-        report, statuses = BagReadReport(), StatusRecords()
+        report, statuses = BagReadReport(), StatusRecords(alarm_of=cfg.verification.monitor_loop.status)
         n += len(list(read_frames(bag, cfg.bags.topics, cfg.bags.tolerance_ns, False, report, statuses)))
         assert not report.notes, report.notes
     return n

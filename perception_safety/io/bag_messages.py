@@ -368,12 +368,26 @@ def monitor_results_to_msg(results: tuple[MonitorResult, ...], stamp_ns: int, ha
     return _t(DIAGNOSTICS_TYPE)(header=header(stamp_ns, hardware_id), status=statuses)
 
 
+def bad_level(name: str, level: int) -> InvalidValueError:
+    """The error of a DiagnosticStatus whose level is not OK/WARN/ERROR/STALE (0-3)."""
+    return InvalidValueError(f"status {name!r}: level {level} is not OK/WARN/ERROR/STALE")
+
+
+def alarm_of(results: tuple[MonitorResult, ...], name: str) -> bool | None:
+    """The alarm of the last result named ``name`` (``None``: no result has that name)."""
+    alarm = None
+    for r in results:
+        if r.name == name:
+            alarm = bool(r.alarm)
+    return alarm
+
+
 def monitor_results_of_values(statuses: Any) -> tuple[MonitorResult, ...]:
     """Monitor results from ``(level, name, message, [(key, value)])`` per DiagnosticStatus."""
     out = []
     for level, name, message, pairs in statuses:
         if level not in (0, 1, 2, 3):
-            raise InvalidValueError(f"status {name!r}: level {level} is not OK/WARN/ERROR/STALE")
+            raise bad_level(name, level)
         out.append(result_from_fields(str(name), level, str(message), pairs))
     return tuple(out)
 

@@ -90,11 +90,7 @@ def _verdicts(path: str, frames: Sequence[Frame], records: StatusRecords, name: 
     """Each frame's alarm of the status ``name`` joined by stamp (None: no verdict), or why there are none."""
     if records.missing:
         return None, records.missing
-    by_stamp: dict[int, bool] = {}
-    for stamp, results in records.items:
-        for r in results:
-            if r.name == name:
-                by_stamp[int(stamp)] = bool(r.alarm)
+    by_stamp = {stamp: alarm for stamp, alarm in records.alarms if alarm is not None}
     if not by_stamp:
         return None, f"{path}: no status named {name!r} on {topic}"
     return [by_stamp.get(int(f.stamp_ns)) for f in frames], ""
@@ -123,7 +119,7 @@ def read_episodes(inp: MapInput, opts: ReadOptions, report: BagReadReport) -> It
         return
     if inp.kind != "bag":
         raise BagError(f"{inp.path}: unknown input kind {inp.kind!r}")
-    records = StatusRecords() if opts.statuses is not None else None
+    records = StatusRecords(alarm_of=opts.statuses) if opts.statuses is not None else None
     windows: dict[int, tuple[int, int]] = {}
     frames = list(read_frames(inp.path, opts.topics, opts.tolerance_ns, opts.with_images, report, records, windows))
     verdicts, missing = (None, "")

@@ -188,3 +188,58 @@ def diagnostic_array(raw: bytes) -> tuple[int, list[tuple[int, str, str, list[tu
         raise CdrMismatch("truncated or invalid") from None
     _end(raw, p)
     return stamp, out
+
+
+def diagnostic_alarm(raw: bytes, name: bytes) -> tuple[int, bool | None, tuple[str, int] | None]:
+    """``(stamp_ns, alarm, bad level)`` of a diagnostic_msgs/DiagnosticArray for the verdict pass: the ``alarm`` of
+    its last status named ``name`` (UTF-8; ``None`` when none is; the last ``alarm`` key of that status, ``true`` or
+    not, as `bag_messages.result_from_fields` reads it) and ``(status name, level)`` of the first status whose level
+    is not 0-3, else ``None``. Every byte is checked as `diagnostic_array` checks it; strings are decoded only where a
+    value is needed or the bytes after the header are not all ASCII (ASCII bytes are valid UTF-8)."""
+    o = _order(raw)
+    stamp, p = _header(raw, o)
+    n, p = _count(raw, p, o, 1)
+    u32, size, ascii_only = o.u32, len(raw), raw[p:].isascii()
+    alarm, bad, wanted = None, None, len(name)
+    try:
+        for _ in range(n):
+            level = raw[p] - 256 if raw[p] > 127 else raw[p]
+            p += 1
+            starts = []
+            for _ in range(3):  # name, message, hardware_id
+                p += -p & 3
+                end = p + 4 + u32(raw, p)[0]
+                if end <= p + 4 or end > size or raw[end - 1]:
+                    raise CdrMismatch("string")
+                if not ascii_only:
+                    raw[p + 4 : end - 1].decode()
+                starts.append((p + 4, end - 1))
+                p = end
+            named = starts[0][1] - starts[0][0] == wanted and raw.startswith(name, starts[0][0])
+            if bad is None and level not in (0, 1, 2, 3):
+                bad = (raw[starts[0][0] : starts[0][1]].decode(), level)
+            count, p = _count(raw, p, o, 1)
+            status_alarm = False
+            for _ in range(count):
+                p += -p & 3
+                end = p + 4 + u32(raw, p)[0]
+                if end <= p + 4 or end > size or raw[end - 1]:
+                    raise CdrMismatch("string")
+                is_alarm = end - p == 10 and raw.startswith(b"alarm", p + 4)
+                if not ascii_only:
+                    raw[p + 4 : end - 1].decode()
+                p = end + (-end & 3)
+                end = p + 4 + u32(raw, p)[0]
+                if end <= p + 4 or end > size or raw[end - 1]:
+                    raise CdrMismatch("string")
+                if not ascii_only:
+                    raw[p + 4 : end - 1].decode()
+                if is_alarm:
+                    status_alarm = end - p == 9 and raw.startswith(b"true", p + 4)
+                p = end
+            if named:
+                alarm = status_alarm
+    except (struct.error, IndexError, UnicodeDecodeError):
+        raise CdrMismatch("truncated or invalid") from None
+    _end(raw, p)
+    return stamp, alarm, bad

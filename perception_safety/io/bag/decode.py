@@ -63,3 +63,21 @@ def decode(role: str, msgtype: str, raw: bytes | memoryview, store: Any,
     msg = store.deserialize_cdr(memoryview(raw), msgtype)
     value = convert(msg)
     return bm.stamp_ns_of(msg), value
+
+
+def decode_alarm(msgtype: str, raw: bytes | memoryview, store: Any, name: str) -> tuple[int, bool | None]:
+    """``(stamp_ns, alarm of the last status named name or None)`` of one monitor-results message, as
+    ``bm.alarm_of`` finds it in what `decode` returns for the message (the same value, skip reason or error): the
+    verdict pass reads nothing else, so the field-selective reader skips building the results."""
+    if ("monitor_results", msgtype) in FAST:
+        data = raw if isinstance(raw, bytes) else bytes(raw)
+        try:
+            stamp, alarm, bad = cf.diagnostic_alarm(data, name.encode())
+        except cf.CdrMismatch:
+            pass
+        else:
+            if bad is not None:
+                raise bm.bad_level(*bad)
+            return stamp, alarm
+    msg = store.deserialize_cdr(memoryview(raw), msgtype)
+    return bm.stamp_ns_of(msg), bm.alarm_of(bm.monitor_results_from_msg(msg), name)

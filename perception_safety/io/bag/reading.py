@@ -20,7 +20,7 @@ import numpy as np
 from perception_safety.core.types import Frame, InvalidValueError
 from perception_safety.io import bag_messages as bm
 from perception_safety.io import objects3d as o3
-from perception_safety.io.bag.decode import decode
+from perception_safety.io.bag.decode import decode, decode_alarm
 from perception_safety.io.bag.layout import COMPRESSED_SUFFIX, TOPIC_TYPES, BagError, BagTopics
 from perception_safety.io.bag.storage import OpenBag, open_bag
 from perception_safety.io.typestore import ros2_typestore
@@ -88,6 +88,10 @@ class StatusRecords:
 
     items: list[tuple[int, tuple[MonitorResult, ...]]] = field(default_factory=list)
     missing: str = ""
+    alarm_of: str | None = None
+    """When given, only the alarm of the status of this name is read (all a verdict needs): ``alarms`` gets
+    ``(stamp_ns, alarm or None)`` per message (`decode.decode_alarm`) and ``items`` stays empty."""
+    alarms: list[tuple[int, bool | None]] = field(default_factory=list)
 
 
 def open_readable(path: str | Path) -> OpenBag:
@@ -251,10 +255,14 @@ def _decode_topics(
             if conn is status_conn or (status_conn is not None and conn.id == status_conn.id):
                 if statuses is not None and not statuses.missing:
                     try:
-                        statuses.items.append(decode("monitor_results", conn.msgtype, raw, store,
-                                                     bm.monitor_results_from_msg))
+                        if statuses.alarm_of is not None:
+                            statuses.alarms.append(decode_alarm(conn.msgtype, raw, store, statuses.alarm_of))
+                        else:
+                            statuses.items.append(decode("monitor_results", conn.msgtype, raw, store,
+                                                         bm.monitor_results_from_msg))
                     except Exception as exc:
                         statuses.items.clear()
+                        statuses.alarms.clear()
                         statuses.missing = f"{bag}: {conn.topic} message #{status_index}: {exc}"
                 status_index += 1
                 continue

@@ -73,6 +73,44 @@ def random_diagnostics(rng: np.random.Generator):
     return T[bm.DIAGNOSTICS_TYPE](header=_header(rng), status=statuses)
 
 
+def random_monitor_statuses(rng: np.random.Generator):
+    """Monitor-like statuses: few names (one non-ASCII), ``alarm`` keys (sometimes two, sometimes none) with
+    ``true``/``false``/other values, levels 0-5, sometimes ASCII only, sometimes not."""
+    ascii_only = rng.uniform() < 0.5
+    names, values = ["m", "mon", "alarm", "é"][: 3 if ascii_only else 4], ["true", "false", "True", "1", "", "中"]
+
+    def pairs():
+        keys = ["alarm", "x", "alarm", "alarms", "é"][: int(rng.integers(0, 4 if ascii_only else 6))]
+        return [T["diagnostic_msgs/msg/KeyValue"](key=k, value=str(rng.choice(values[: 5 if ascii_only else 6])))
+                for k in keys]
+
+    statuses = [T["diagnostic_msgs/msg/DiagnosticStatus"](
+        level=int(rng.choice([0, 1, 2, 3, 0, 1, 4, 5])), name=str(rng.choice(names)),
+        message="ok" if ascii_only else _text(rng), hardware_id="camera", values=pairs())
+        for _ in range(int(rng.integers(0, 5)))]
+    header = _header(rng)
+    if ascii_only:
+        header.frame_id = "camera"
+    return T[bm.DIAGNOSTICS_TYPE](header=header, status=statuses)
+
+
+def expected_alarm(msg, name: str = "m"):
+    """(stamp, the alarm of the last status named ``name``, the first (name, level) outside 0-3) from rosbags'
+    message, as `bag_messages.result_from_fields` and `monitor_results_of_values` read them."""
+    alarm, bad = None, None
+    for st in msg.status:
+        level = st.level[0] if isinstance(st.level, bytes) else int(st.level)
+        level = level - 256 if level > 127 else level
+        if bad is None and level not in (0, 1, 2, 3):
+            bad = (st.name, level)
+        if st.name == name:
+            alarm = False
+            for kv in st.values:
+                if kv.key == "alarm":
+                    alarm = kv.value == "true"
+    return stamp(msg), alarm, bad
+
+
 def stamp(msg) -> int:
     return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
@@ -106,6 +144,9 @@ CASES = [
     (bm.DETECTIONS_TYPE, random_detection_array, cf.detection2d_array, expected_detections),
     (bm.ODOMETRY_TYPE, random_odometry, cf.odometry, expected_odometry),
     (bm.DIAGNOSTICS_TYPE, random_diagnostics, cf.diagnostic_array, expected_diagnostics),
+    (bm.DIAGNOSTICS_TYPE, random_monitor_statuses, lambda raw: cf.diagnostic_alarm(raw, b"m"), expected_alarm),
+    (bm.DIAGNOSTICS_TYPE, random_monitor_statuses, lambda raw: cf.diagnostic_alarm(raw, "é".encode()),
+     lambda msg: expected_alarm(msg, "é")),
 ]
 
 

@@ -16,7 +16,12 @@ from perception_safety.io.bag.layout import CameraInfoSpec
 from perception_safety.io.typestore import ros2_typestore
 from perception_safety.monitors.base import Level, MonitorResult
 from tests.io.bag.bag_builders import write_bag
-from tests.io.bag.test_cdr_fields import random_detection_array, random_diagnostics, random_odometry
+from tests.io.bag.test_cdr_fields import (
+    random_detection_array,
+    random_diagnostics,
+    random_monitor_statuses,
+    random_odometry,
+)
 
 ROLES = [("detections", bm.DETECTIONS_TYPE, bm.detections_from_msg, random_detection_array),
          ("candidates", bm.DETECTIONS_TYPE, bm.detections_from_msg, random_detection_array),
@@ -61,6 +66,28 @@ def test_values_skips_and_errors_equal_rosbags_path(role, msgtype, convert, make
     assert "value" in kinds and len(kinds) >= 2  # both read values and refusals were exercised
 
 
+@pytest.mark.parametrize("name", ["m", "é", "absent"])
+def test_the_alarm_alone_equals_the_alarm_of_the_full_results(name):
+    """`decode_alarm` (the verdict pass) against the alarm of what the rosbags path reads, errors included
+    (bad levels, mutated and truncated bytes)."""
+    store = ros2_typestore()
+    rng = np.random.default_rng(3)
+    kinds = set()
+    for trial in range(400):
+        raw = bytes(store.serialize_cdr(random_monitor_statuses(rng), bm.DIAGNOSTICS_TYPE,
+                                        little_endian=bool(trial % 3)))
+        if trial % 4 == 0:
+            data = bytearray(raw)
+            data[int(rng.integers(0, len(data)))] = int(rng.integers(0, 256))
+            raw = bytes(data[: int(rng.integers(len(data) // 2, len(data) + 1))])
+        fast = outcome(lambda raw=raw: decode.decode_alarm(bm.DIAGNOSTICS_TYPE, raw, store, name))
+        want = outcome(lambda raw=raw: (lambda sv: (sv[0], bm.alarm_of(sv[1], name)))(
+            slow(raw, bm.DIAGNOSTICS_TYPE, bm.monitor_results_from_msg)))
+        assert same(fast, want), (trial, fast, want)
+        kinds.add(fast[0] if fast[0] != "value" else ("value", fast[1][1]))
+    assert {"InvalidValueError", ("value", None)} <= kinds and len(kinds) >= 3 + (name != "absent")
+
+
 def _frames(n: int) -> list[Frame]:
     rng = np.random.default_rng(4)
     out = []
@@ -75,13 +102,22 @@ def _frames(n: int) -> list[Frame]:
     return out
 
 
-def _read(bag, monkeypatch, fast: bool):
+def _read(bag, monkeypatch, fast: bool, alarm_of: str | None = None):
     if not fast:
         monkeypatch.setattr(decode, "FAST", {})
-    report, statuses = BagReadReport(), StatusRecords()
+    report, statuses = BagReadReport(), StatusRecords(alarm_of=alarm_of)
     frames = list(read_frames(bag, report=report, statuses=statuses, with_images=False))
     monkeypatch.undo()
     return frames, report, statuses
+
+
+def _same_alarms(bag, monkeypatch, name: str) -> StatusRecords:
+    """The alarms read alone (fast and rosbags path) equal the alarms of the full results; returns them."""
+    full = _read(bag, monkeypatch, True)[2]
+    fast, slow = (_read(bag, monkeypatch, f, name)[2] for f in (True, False))
+    assert fast == slow and fast.items == [] and fast.missing == full.missing
+    assert fast.alarms == [(s, bm.alarm_of(r, name)) for s, r in full.items]
+    return fast
 
 
 def _results(i: int) -> tuple[MonitorResult, ...]:
@@ -100,6 +136,9 @@ def test_demo_like_bags_read_to_the_same_frames(tmp_path, monkeypatch, storage):
     assert got[0] == want[0] and len(got[0]) == 60
     assert got[1] == want[1] and got[2] == want[2] and len(got[2].items) == 60
     assert [f.candidates for f in got[0]] == [f.candidates for f in frames]
+    alarms = _same_alarms(tmp_path / "bag", monkeypatch, "contrast").alarms
+    assert [a for _, a in alarms] == [bool(i % 2) for i in range(60)]
+    assert {a for _, a in _same_alarms(tmp_path / "bag", monkeypatch, "absent").alarms} == {None}
 
 
 def test_hostile_messages_give_the_same_skips_and_the_same_frames(tmp_path, monkeypatch):
@@ -140,4 +179,6 @@ def test_hostile_messages_give_the_same_skips_and_the_same_frames(tmp_path, monk
     reasons = {(s.topic, s.index) for s in got[1].skipped}
     assert {("/detections", i) for i in (1, 2, 3, 5, 6)} <= reasons and ("/ground_truth", 7) in reasons
     assert ("/ego/odometry", 9) in reasons and "level 7" in got[2].missing
+    alarms = _same_alarms(bag, monkeypatch, "contrast")
+    assert alarms.alarms == [] and alarms.missing == got[2].missing
     assert len(got[0]) == 7  # anchors 0, 4 (empty array: a frame without detections), 7, 8, 9, 10, 11
