@@ -43,11 +43,12 @@ def _header_stamp(raw: bytes | memoryview) -> int | None:
 
 
 def images_at(bag: str | Path, topic: str | Sequence[str], stamps: Iterable[int],
-              tolerance_ns: int = 0) -> dict[int, np.ndarray]:
+              tolerance_ns: int = 0, coarse: Coarse | None = None) -> dict[int, np.ndarray]:
     """Decoded images (HxWx3 RGB or HxW) of ``topic`` at the wanted stamps; a stamp without an image is absent.
 
     ``topic`` may be several names: each recorded one is tried in turn (one opening of the bag) until one gives
-    an image, as for a camera recorded raw or through image_transport's ``/compressed``.
+    an image, as for a camera recorded raw or through image_transport's ``/compressed``. ``coarse``: see
+    `frames_in_windows`.
     """
     wanted = np.unique(np.asarray(sorted(set(int(s) for s in stamps)), dtype=np.int64))
     out: dict[int, np.ndarray] = {}
@@ -58,7 +59,7 @@ def images_at(bag: str | Path, topic: str | Sequence[str], stamps: Iterable[int]
         for name in [topic] if isinstance(topic, str) else topic:
             conns = [c for c in reader.connections if c.topic == name]
             if conns:
-                _decode_wanted(bag, reader, conns, wanted, tolerance_ns, out)
+                _decode_wanted(bag, reader, conns, wanted, tolerance_ns, out, coarse)
             if out:
                 break
     finally:
@@ -100,14 +101,15 @@ def _image_topics(topics: BagTopics, image_topic: str | None) -> list[str]:
 
 
 def frames_at(bag: str | Path, stamps: Iterable[int], topics: BagTopics | None = None, tolerance_ns: int = 0,
-              image_topic: str | None = None) -> dict[int, Frame]:
-    """The frames of ``bag`` at the wanted anchor stamps, each with its image when the bag has one."""
+              image_topic: str | None = None, coarse: Coarse | None = None) -> dict[int, Frame]:
+    """The frames of ``bag`` at the wanted anchor stamps, each with its image when the bag has one (``coarse``:
+    see `frames_in_windows`)."""
     topics = topics or BagTopics()
     wanted = {int(s) for s in stamps}
     frames = {f.stamp_ns: f for f in read_frames(bag, topics, tolerance_ns, with_images=False, report=BagReadReport())
               if f.stamp_ns in wanted}
     names = _image_topics(topics, image_topic)
-    images = images_at(bag, names, frames, tolerance_ns)
+    images = images_at(bag, names, frames, tolerance_ns, coarse)
     return {s: replace(f, image=images.get(s)) for s, f in frames.items()}
 
 
@@ -141,7 +143,8 @@ def frames_in_windows(bag: str | Path, windows: Mapping[int, Sequence[int]], top
     window, else in the window widened by `IMAGE_SEARCH_NS`, else anywhere on the topic. With ``coarse`` (stamp,
     (width, height) -> how much smaller the picture will be shown) a JPEG image is decoded at 1/2, 1/4 or 1/8 of
     its size, the coarsest not beyond that (libjpeg scales while decoding: about half the cost), so the frame's
-    image is smaller than its boxes' pixel grid by the ratio of the shapes (`report.overlay` ``full_size``).
+    image is smaller than its boxes' pixel grid by the ratio of the shapes (`report.overlay` ``full_size``), and
+    always in colour, straight to RGB (`_coarse_jpeg`).
     """
     topics = topics or BagTopics()
     names = _image_topics(topics, image_topic)
@@ -178,12 +181,17 @@ def _image_near(bag: str | Path, reader: OpenBag, conns: list, stamp: int, lo: i
     return got.get(stamp)
 
 
-_REDUCED = {2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
+_REDUCED = {f: (flag & ~cv2.IMREAD_COLOR_BGR) | cv2.IMREAD_COLOR_RGB | cv2.IMREAD_IGNORE_ORIENTATION for f, flag in (
+    (1, cv2.IMREAD_COLOR_BGR), (2, cv2.IMREAD_REDUCED_COLOR_2), (4, cv2.IMREAD_REDUCED_COLOR_4),
+    (8, cv2.IMREAD_REDUCED_COLOR_8))}
+"""Scale -> OpenCV flag decoding a JPEG at that scale in colour, libjpeg writing RGB (no BGR image converted), the
+stored pixel grid kept (no EXIF rotation: boxes are in that grid, as `image_codec.decode` keeps it)."""
 
 
 def _coarse_jpeg(msg: Any, stamp: int, coarse: Coarse) -> np.ndarray | None:
-    """A CompressedImage's JPEG decoded at 1/factor, RGB (the largest of 2, 4, 8 not above ``coarse(stamp,
-    size)``); None when it is not a JPEG or no factor applies (the caller decodes it fully)."""
+    """A CompressedImage's JPEG decoded at 1/factor, RGB (the largest of 1, 2, 4, 8 not above ``coarse(stamp,
+    size)``; a grey JPEG too comes out as three equal channels, as the overlay draws it); None when it is not a
+    JPEG (the caller decodes it)."""
     data = getattr(msg, "data", None)
     if data is None or len(data) < 4 or bytes(data[:2]) != b"\xff\xd8":
         return None
@@ -191,10 +199,9 @@ def _coarse_jpeg(msg: Any, stamp: int, coarse: Coarse) -> np.ndarray | None:
         size = jpeg_size(data)
     except InvalidValueError:
         return None  # the full decoder judges it
-    factor = max((f for f in _REDUCED if f <= coarse(stamp, size)), default=1)
-    if factor == 1:
-        return None
+    shown_smaller = coarse(stamp, size)
+    factor = max((f for f in _REDUCED if f <= shown_smaller), default=1)
     small = cv2.imdecode(np.frombuffer(data, np.uint8), _REDUCED[factor])
     if small is None:
         raise InvalidValueError("compressed image: cannot decode")
-    return cv2.cvtColor(small, cv2.COLOR_BGR2RGB)
+    return small

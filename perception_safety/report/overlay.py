@@ -214,22 +214,22 @@ def draw_overlay(
     legend: bool = True,
     text_scale: float = 1.0,
     full_size: tuple[int, int] | None = None,
+    window: tuple[int, int, int, int] | None = None,
 ) -> np.ndarray:
     """An HxWx3 RGB uint8 picture of one frame's monitoring (the frame's image, or grey ``size`` without one).
 
     ``text_scale`` enlarges labels and lines (for a picture that will be shown scaled down, e.g. a thumbnail).
     ``full_size`` (width, height): the frame's image was decoded smaller than that (a thumbnail's coarse decode):
     boxes, regions, labels and lines are placed and sized for the full image and drawn scaled to this one.
+    ``window`` ``(x0, y0, w, h)`` (pixels of this image): only that part of the picture is wanted (a thumbnail's
+    crop) and returned: the same pixels as the whole picture cut there, for a copy of that part of the image only
+    (`_canvas`).
 
     With ``truth`` and ground truth in the frame, detections are drawn as matched/false and objects as found/missed;
     otherwise detections are coloured by whether the monitors watch their class.
     """
     state = state or OverlayState()
-    if frame.image is not None:
-        img = np.ascontiguousarray(frame.image if frame.image.ndim == 3 else np.repeat(frame.image[..., None], 3, 2))
-        img = img.copy()
-    else:
-        img = np.full((size[1], size[0], 3), 64, np.uint8)
+    img = _canvas(frame, size, window)
     h = img.shape[0]
     full_w, full_h = full_size or (img.shape[1], h)
     sx, sy = img.shape[1] / full_w, h / full_h
@@ -292,4 +292,24 @@ def draw_overlay(
     _label(img, f"t = {frame.stamp_ns / 1e9:.3f} s", 4, h - 4, (255, 255, 255), scale * 0.8, 1)
     if legend:
         draw_legend(img, shown, scale)
+    if window is None:
+        return img
+    x0, y0, w, h = window
+    return img[y0:y0 + h, x0:x0 + w].copy()
+
+
+def _canvas(frame: Frame, size: tuple[int, int], window: tuple[int, int, int, int] | None) -> np.ndarray:
+    """What the overlay is drawn on: a copy of the frame's image (grey ``size`` without one); with ``window``, an
+    image-sized canvas holding the image inside the window only. Everything is drawn on the whole canvas (OpenCV
+    clips lines and polygons at its edges, so a smaller canvas would rasterise edges crossing it differently) and
+    every drawing step sets a pixel from that pixel alone, so inside the window the pixels are the whole picture's
+    (tested); outside it they are never looked at."""
+    if frame.image is None:
+        return np.full((size[1], size[0], 3), 64, np.uint8)
+    image = frame.image if frame.image.ndim == 3 else np.repeat(frame.image[..., None], 3, 2)
+    if window is None:
+        return np.array(image, order="C", copy=True)
+    x0, y0, w, h = window
+    img = np.empty(image.shape, image.dtype)
+    img[y0:y0 + h, x0:x0 + w] = image[y0:y0 + h, x0:x0 + w]
     return img

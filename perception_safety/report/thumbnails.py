@@ -46,10 +46,12 @@ def alt_text(ref: Mapping[str, Any]) -> str:
 
 THUMB_TEXT = 0.42
 """OpenCV font scale of a label as seen in the thumbnail (about 9 px high)."""
+MIN_WINDOW_H = 200
+"""Least height (px of the full image) of the window a thumbnail is cut from, however small the object."""
 
 
 def _window(shape: Sequence[int], box: Sequence[float] | None, aspect: float = 4 / 3,
-            min_h: int = 200) -> tuple[int, int, int, int]:
+            min_h: int = MIN_WINDOW_H) -> tuple[int, int, int, int]:
     """``(x0, y0, w, h)`` around ``box`` (2.2x its height, at least ``min_h`` px, clipped); the image without."""
     h, w = int(shape[0]), int(shape[1])
     if box is None:
@@ -63,23 +65,27 @@ def _window(shape: Sequence[int], box: Sequence[float] | None, aspect: float = 4
 
 
 def draw_reference(frame: Frame, ref: Mapping[str, Any], monitors: MonitorsConfig, truth: TruthStyle,
-                   width: int = 240, crop: bool = True, full_size: tuple[int, int] | None = None) -> bytes:
-    """One referenced frame drawn and (with ``crop``) cut around the reference's box, ``width`` px wide (0: as
-    large as the window): JPEG for a cropped thumbnail, PNG for a whole frame (with the legend).
+                   width: int = 240, crop: bool = True, full_size: tuple[int, int] | None = None,
+                   min_h: int = MIN_WINDOW_H) -> bytes:
+    """One referenced frame drawn and (with ``crop``) cut around the reference's box (a window at least ``min_h``
+    px tall), ``width`` px wide (0: as large as the window): JPEG for a cropped thumbnail, PNG for a whole frame
+    (with the legend).
 
     Labels are drawn at the size they will have in the picture (the overlay's text scaled by the shrink factor).
     ``full_size`` (width, height): the image was decoded smaller (`frames_in_windows` ``coarse``); the window, the
-    labels and the picture's size are those of the full image.
+    labels and the picture's size are those of the full image. Only the window is drawn (`draw_overlay` ``window``).
     """
     assert frame.image is not None
     full_h, full_w = (full_size[1], full_size[0]) if full_size else frame.image.shape[:2]
-    x0, y0, cw, ch = _window((full_h, full_w), ref.get("box") if crop else None)
+    x0, y0, cw, ch = _window((full_h, full_w), ref.get("box") if crop else None, min_h=min_h)
     width = width or cw
     shrink = cw / width
+    sx, sy = frame.image.shape[1] / full_w, frame.image.shape[0] / full_h
+    left, top = round(x0 * sx), round(y0 * sy)
+    cut = (left, top, round((x0 + cw) * sx) - left, round((y0 + ch) * sy) - top)
     img = draw_overlay(frame, (), monitors, None, None, truth=truth, legend=not crop,
-                       text_scale=max(0.5, shrink * THUMB_TEXT / (0.8 * max(0.3, full_h / 900))), full_size=full_size)
-    sx, sy = img.shape[1] / full_w, img.shape[0] / full_h
-    img = img[round(y0 * sy):round((y0 + ch) * sy), round(x0 * sx):round((x0 + cw) * sx)]
+                       text_scale=max(0.5, shrink * THUMB_TEXT / (0.8 * max(0.3, full_h / 900))), full_size=full_size,
+                       window=cut)
     size = (width, max(1, round(ch / shrink)))
     if img.shape[1::-1] != size:
         img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
@@ -113,30 +119,32 @@ def _window_of(ref: Mapping[str, Any]) -> tuple[int, int] | None:
 
 
 def _shrink(refs: Sequence[Mapping[str, Any]], widths: Sequence[int], crop: bool,
-            full: dict[tuple[str, int], tuple[int, int]]):
+            full: dict[tuple[str, int], tuple[int, int]], min_hs: Sequence[int]):
     """(bag, stamp, image size) -> how many times smaller than the image the frame is shown at least: the
     smallest crop window / width over the references to it (`draw_reference`; 1 for a whole frame at full size).
     Each image's full size is noted in ``full``."""
-    uses: dict[tuple[str, int], list[tuple[Any, int]]] = {}
-    for r, w in zip(refs, widths, strict=False):
-        uses.setdefault((str(r["bag"]), int(r["stamp_ns"])), []).append((r.get("box") if crop else None, w))
+    uses: dict[tuple[str, int], list[tuple[Any, int, int]]] = {}
+    for r, w, h in zip(refs, widths, min_hs, strict=False):
+        uses.setdefault((str(r["bag"]), int(r["stamp_ns"])), []).append((r.get("box") if crop else None, w, h))
 
     def shrink(bag: str, stamp: int, size: tuple[int, int]) -> float:
         full[(bag, stamp)] = size
-        return min((_window((size[1], size[0]), box)[2] / w if w else 1.0 for box, w in uses[(bag, stamp)]),
-                   default=1.0)
+        return min((_window((size[1], size[0]), box, min_h=h)[2] / w if w else 1.0
+                    for box, w, h in uses[(bag, stamp)]), default=1.0)
 
     return shrink
 
 
 def read_referenced(refs: Sequence[Mapping[str, Any]], topics: BagTopics, tolerance_ns: int = 0,
-                    widths: Sequence[int] | None = None, crop: bool = True, full: dict | None = None
+                    widths: Sequence[int] | None = None, crop: bool = True, full: dict | None = None,
+                    min_hs: Sequence[int] | None = None
                     ) -> tuple[dict[tuple[str, int], Frame], dict[str, str], set[tuple[str, int]]]:
     """The frames of ``refs`` by (bag, stamp), each bag opened once: those with a recording window by seeking it,
     the others by reading the bag (module docstring); also why a bag could not be read and which frames were
-    seeked. With ``widths`` a sought JPEG is decoded at the coarsest scale its pictures at those widths allow
-    (`frames_in_windows` ``coarse``), its full size noted in ``full``."""
-    shrink = _shrink(refs, widths, crop, full if full is not None else {}) if widths is not None else None
+    seeked. With ``widths`` (and the windows' least heights ``min_hs``) a JPEG is decoded at the coarsest scale its
+    pictures at those widths allow (`frames_in_windows` ``coarse``), its full size noted in ``full``."""
+    heights = min_hs if min_hs is not None else [MIN_WINDOW_H] * len(refs)
+    shrink = _shrink(refs, widths, crop, full if full is not None else {}, heights) if widths is not None else None
     by_bag: dict[str, dict[int, tuple[int, int] | None]] = {}
     for r in refs:
         stamps = by_bag.setdefault(str(r["bag"]), {})
@@ -153,7 +161,7 @@ def read_referenced(refs: Sequence[Mapping[str, Any]], topics: BagTopics, tolera
             got = frames_in_windows(bag, windows, topics, tolerance_ns, coarse=coarse) if windows else {}
             seeked.update((bag, s) for s in got)
             if whole:
-                got.update(frames_at(bag, whole, topics, tolerance_ns))
+                got.update(frames_at(bag, whole, topics, tolerance_ns, coarse=coarse))
         except (BagError, OSError) as exc:
             errors[bag] = str(exc)
             continue
@@ -163,12 +171,14 @@ def read_referenced(refs: Sequence[Mapping[str, Any]], topics: BagTopics, tolera
 
 def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: MonitorsConfig, truth: TruthStyle,
                limit: int = 200, width: int | Sequence[int] = 240, tolerance_ns: int = 0,
-               crop: bool = True) -> list[Thumb]:
-    """Pictures of ``refs`` (at most ``limit`` frames read), in the order given (`draw_reference`); ``width``: one
-    for all or one per reference."""
+               crop: bool = True, min_h: int | Sequence[int] = MIN_WINDOW_H) -> list[Thumb]:
+    """Pictures of ``refs`` (at most ``limit`` frames read), in the order given (`draw_reference`); ``width`` and
+    the window's least height ``min_h``: one for all or one per reference."""
     widths = [width] * len(refs) if isinstance(width, int) else list(width)
+    heights = [min_h] * len(refs) if isinstance(min_h, int) else list(min_h)
     full: dict[tuple[str, int], tuple[int, int]] = {}
-    frames, errors, seeked = read_referenced(refs[:limit], topics, tolerance_ns, widths[:limit], crop, full)
+    frames, errors, seeked = read_referenced(refs[:limit], topics, tolerance_ns, widths[:limit], crop, full,
+                                             heights[:limit])
     out = []
     for i, r in enumerate(refs):
         key = (str(r["bag"]), int(r["stamp_ns"]))
@@ -182,5 +192,6 @@ def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: M
         else:
             size = full.get(key)
             size = size if size is not None and tuple(f.image.shape[1::-1]) != size else None  # decoded coarse
-            out.append(Thumb(r, draw_reference(f, r, monitors, truth, widths[i], crop, size), seeked=key in seeked))
+            out.append(Thumb(r, draw_reference(f, r, monitors, truth, widths[i], crop, size, heights[i]),
+                             seeked=key in seeked))
     return out

@@ -104,3 +104,29 @@ def test_tinting_a_region_equals_blending_a_tinted_copy_of_the_whole_image():
         cv2.addWeighted(tint, 0.18, want, 0.82, 0.0, dst=want)
         tint_region(img, poly, (255, 200, 0), 0.18)
         assert np.array_equal(img, want)
+
+
+def test_drawing_only_a_window_gives_the_whole_pictures_pixels_there():
+    from perception_safety.core.types import GroundTruthObject
+
+    rng = np.random.default_rng(11)
+    for trial in range(30):
+        colour = rng.integers(0, 256, (H, W, 3), dtype=np.uint8)
+        image = colour if trial % 3 else colour[..., 0].copy()  # grey images are drawn in colour as well
+        boxes = [sorted(rng.uniform(-40, W + 40, 2)) + sorted(rng.uniform(-40, H + 40, 2)) for _ in range(6)]
+        gts = tuple(GroundTruthObject(Box(b[0], b[2], b[1], b[3]), "pedestrian", float(rng.uniform(2, 60)))
+                    for b in boxes[:3])
+        dets = tuple(Detection(Box(b[0], b[2], b[1], b[3]), "pedestrian", 0.7) for b in boxes[3:])
+        frame = Frame(trial, dets, gts, image=image)
+        x0, y0 = int(rng.integers(0, W - 20)), int(rng.integers(0, H - 20))
+        window = (x0, y0, int(rng.integers(1, W - x0 + 1)), int(rng.integers(1, H - y0 + 1)))
+        results = [MonitorResult("contrast", True, Level.ERROR, (), {"statistic": 3.0})]
+        full_size = (2 * W, 2 * H) if trial % 2 else None  # as from a coarse decode: boxes scaled down to the image
+        kwargs = dict(stop=bool(trial % 2), legend=trial % 4 == 0, text_scale=float(rng.uniform(0.5, 2)),
+                      full_size=full_size)
+        whole = draw_overlay(frame, results, CFG, OverlayState(ghosts=np.array([boxes[0]])), **kwargs)
+        cut = draw_overlay(frame, results, CFG, OverlayState(ghosts=np.array([boxes[0]])), window=window, **kwargs)
+        x, y, w, h = window
+        assert cut.shape == (h, w, 3) and cut.flags.c_contiguous
+        assert np.array_equal(cut, whole[y:y + h, x:x + w])  # regions (tinted), boxes, labels, legend: bit for bit
+        assert np.array_equal(frame.image, image)  # the frame's own image is not drawn on

@@ -87,10 +87,15 @@ def test_a_near_object_is_drawn_from_a_coarse_decode_like_from_the_full_image(tm
     frames, _, _ = read_referenced(sought, cfg.bags.topics, 0, [160], True, full)
     assert full[(str(tmp_path / "bag"), 0)] == (1280, 720)
     assert frames[(str(tmp_path / "bag"), 0)].image.shape == (180, 320, 3)  # 960 / 160 = 6: decoded at 1/4
-    old = thumbnails(refs, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=5, width=160)[0]
+    unsought, _, _ = read_referenced(refs, cfg.bags.topics, 0, [160], True, {})  # an older partial: bag read whole
+    assert unsought[(str(tmp_path / "bag"), 0)].image.shape == (180, 320, 3)  # decoded coarse as well
+    whole, _, _ = read_referenced(refs, cfg.bags.topics, 0)  # no widths: the full image
+    assert whole[(str(tmp_path / "bag"), 0)].image.shape == (720, 1280, 3)
     new = thumbnails(sought, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=5, width=160)[0]
+    old = draw_reference(whole[(str(tmp_path / "bag"), 0)], refs[0], cfg.monitors, TruthStyle(), 160)
+    assert thumbnails(refs, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=5, width=160)[0].jpeg == new.jpeg
     a = cv2.imdecode(np.frombuffer(new.jpeg, np.uint8), cv2.IMREAD_COLOR).astype(int)
-    b = cv2.imdecode(np.frombuffer(old.jpeg, np.uint8), cv2.IMREAD_COLOR).astype(int)
+    b = cv2.imdecode(np.frombuffer(old, np.uint8), cv2.IMREAD_COLOR).astype(int)
     assert a.shape == b.shape == (120, 160, 3)
     # stated tolerance: the picture within JPEG noise for most pixels (median 3 levels); labels, whose glyph widths
     # round differently at the smaller size, may move by a pixel or two (the mean over all pixels below 16 levels)
@@ -108,3 +113,31 @@ def test_a_malformed_recording_window_falls_back_to_reading_the_bag(tmp_path):
     bad = [{**base, "log_ns": w} for w in (["0", "0"], [5, 1], [0.5, 1], [0, 2**70], "0-1", [True, 1], None)]
     got = thumbnails(bad, cfg.bags.topics, cfg.monitors, TruthStyle(), limit=10)
     assert all(t.jpeg is not None and not t.seeked for t in got)  # pictures from the whole bag, no crash
+
+
+def test_a_strip_thumbnail_is_the_frame_at_half_scale_cut_with_no_resampling(tmp_path):
+    from perception_safety.io.bag import read_frames
+
+    rng = np.random.default_rng(8)  # 4 x 4 px grey blocks: kept by the JPEGs, blurred by resampling or a shift
+    image = np.repeat(np.kron(rng.integers(0, 256, (180, 320), dtype=np.uint8), np.ones((4, 4), np.uint8))[..., None],
+                      3, axis=2)
+    gt = GroundTruthObject(Box(600, 330, 620, 370), "pedestrian", 30.0)  # 40 px tall: the least window
+    write_frames(tmp_path / "bag", [Frame(0, (), (gt,), image=image)], jpeg_quality=95)
+    windows: dict[int, tuple[int, int]] = {}
+    list(read_frames(tmp_path / "bag", windows=windows, with_images=False))
+    cfg = EvaluateConfig()
+    no_regions = MonitorsConfig(plausibility={"enabled": False}, stop_region={"enabled": False})
+    ref = {"bag": str(tmp_path / "bag"), "stamp_ns": 0, "kind": "missed", "box": list(gt.box.as_tuple()),
+           "log_ns": list(windows[0])}
+    thumb = thumbnails([ref], cfg.bags.topics, no_regions, TruthStyle(), limit=5, width=160, min_h=240)[0]
+    got = cv2.imdecode(np.frombuffer(thumb.jpeg, np.uint8), cv2.IMREAD_GRAYSCALE).astype(int)
+    assert got.shape == (120, 160)
+    # the window: 320 x 240 px centred on the box (x 450..770, y 230..470), i.e. x 225..385, y 115..235 at 1/2
+    half = cv2.resize(image[..., 0], (640, 360), interpolation=cv2.INTER_AREA).astype(int)
+    away = np.ones((120, 160), bool)
+    away[40:90, 40:125] = False  # the box, its label and the distance below it
+    diff = {(dy, dx): np.abs(got - half[115 + dy:235 + dy, 225 + dx:385 + dx])[away].mean()
+            for dy in (-1, 0, 1) for dx in (-1, 0, 1)}
+    # stated tolerance: the bag's JPEG (quality 95) and the thumbnail's (72) of 2 px noise blocks, mean 11 levels;
+    # the window a pixel off (or the picture resampled) leaves ~50
+    assert diff[(0, 0)] < 16 and min(v for k, v in diff.items() if k != (0, 0)) > 3 * diff[(0, 0)]

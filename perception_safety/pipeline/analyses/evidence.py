@@ -22,13 +22,19 @@ from perception_safety.pipeline.evaluate import Reduced
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.report.html import Picture
 from perception_safety.report.overlay import TruthStyle
-from perception_safety.report.thumbnails import Thumb, alt_text, thumbnails
+from perception_safety.report.thumbnails import MIN_WINDOW_H, Thumb, alt_text, thumbnails
 from perception_safety.safe_io import write_bytes
 
 STRIP = 6
 """Thumbnails per cell strip (the cell keeps up to ``evaluate.evidence_per_cell`` references in results.json)."""
 LIMIT = 240
 """Frames the thumbnail pass reads at most (strips and first screen together)."""
+STRIP_WIDTH, FIRST_WIDTH = 160, 240
+"""Widths (px) of a strip's thumbnails and of the first screen's pictures (as the report's CSS shows them)."""
+STRIP_WINDOW_H = 240
+"""A strip thumbnail is cut from at least 320 x 240 px of the frame (first screen: `thumbnails.MIN_WINDOW_H`),
+two frame pixels per thumbnail pixel: its JPEG is decoded at 1/2 (libjpeg's scaled IDCT) and cut with no
+resampling."""
 PED_LABELS = ("pedestrian", "person", "ped")
 
 
@@ -55,9 +61,10 @@ def pictures(ev: Evaluation, red: Reduced, cfg: EvaluateConfig) -> Pictures:
     flat = picked + [r for _, refs in wanted for r in refs]
     if not flat:
         return Pictures(picked=picked)
-    widths = [240] * len(picked) + [160] * (len(flat) - len(picked))
+    widths = [FIRST_WIDTH] * len(picked) + [STRIP_WIDTH] * (len(flat) - len(picked))
+    heights = [MIN_WINDOW_H] * len(picked) + [STRIP_WINDOW_H] * (len(flat) - len(picked))
     thumbs = thumbnails(flat, cfg.bags.topics, cfg.monitors, _truth(cfg), LIMIT + len(picked), widths,
-                        cfg.bags.tolerance_ns)
+                        cfg.bags.tolerance_ns, min_h=heights)
     whole = {str(t.ref["bag"]) for t in thumbs if t.jpeg is not None and not t.seeked}
     if whole:
         ev.warn("evidence", f"thumbnails: {len(whole)} bag(s) read whole for their pictures (first: {min(whole)}): "
