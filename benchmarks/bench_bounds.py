@@ -22,13 +22,13 @@ from bench_verification import LABELS, synthetic_matrices  # the same synthetic 
 from perception_safety.evaluation.confusion.io import load_matrices
 from perception_safety.verification.bounds import spec_bounds
 from perception_safety.verification.builder import ObservationModel, build_chain
+from perception_safety.verification.car_model import car_system, counted_observations
 from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
 from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.interval_chain import build_interval_chain
 from perception_safety.verification.posterior import chain_skeleton, posterior_values
 from perception_safety.verification.specs import BUILTIN_SPECS, check
-from perception_safety.verification.sweep import car_system, counted_observations
 from perception_safety.verification.uncertainty import posterior_draws
 
 SPECS = {"stop_at_k": BUILTIN_SPECS["stop_at_k"], "phi": BUILTIN_SPECS["phi"]}

@@ -87,10 +87,10 @@ def bbsl(repeat: int) -> None:
 def posterior(repeat: int, draws: int = 1000) -> None:
     from perception_safety.evaluation.confusion.io import load_matrices
     from perception_safety.verification.builder import ObservationModel, build_chain
+    from perception_safety.verification.car_model import car_system, counted_observations
     from perception_safety.verification.config import VerificationConfig
     from perception_safety.verification.posterior import chain_skeleton, posterior_values
     from perception_safety.verification.specs import BUILTIN_SPECS, check
-    from perception_safety.verification.sweep import car_system, counted_observations
     from perception_safety.verification.uncertainty import posterior_draws
 
     dc = load_matrices(REFERENCE)

@@ -133,8 +133,8 @@ def sweep_controller_name(cfg: Any) -> str:
 
 def _write_controller(cfg: Any, path: Path) -> int:
     """Tabulate the configured controller for the reference geometry of every configured max speed."""
+    from perception_safety.verification.car_model import geometry_for
     from perception_safety.verification.controllers import resolve_controller, write_policy
-    from perception_safety.verification.sweep import geometry_for
 
     resolved = resolve_controller(cfg.controller)
     geometries = [geometry_for(V, cfg.geometry) for V in cfg.max_speeds]

@@ -100,7 +100,7 @@ def new_counts(inputs: Sequence[str], cfg: EvaluateConfig, work: Path) -> tuple[
 def chain_columns(dc: DistanceConfusion, cfg: EvaluateConfig) -> tuple[list[int], set[str]]:
     """Bins the chain's roads pass through (their lower edge within the longest road) and the classes its true
     environments hold ('empty' included): the columns the verified P(phi) rests on."""
-    from perception_safety.verification.sweep import geometry_for
+    from perception_safety.verification.car_model import geometry_for
 
     v = cfg.verification
     reach = max(geometry_for(V, v.geometry).road_cells for V in v.max_speeds) * v.geometry.cell_length_m

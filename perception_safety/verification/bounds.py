@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -37,7 +38,8 @@ from perception_safety.verification.reach import (
     reach_form,
     until_structure,
 )
-from perception_safety.verification.specs import _storm_quiet
+from perception_safety.verification.specs import _storm_quiet, parsed
+from perception_safety.verification.storm_batch import Part, Query, Steps, ask, run
 
 DEFAULT_CYCLIC_HORIZON = 10_000
 LIFT = 1e-300
@@ -89,17 +91,35 @@ def certify(chain: IntervalChain, x: np.ndarray, maybe: np.ndarray, depth: int, 
 
 
 def _check(model: Any, formula: str, mode: Any) -> np.ndarray:
+    try:
+        return _raw_check(model, formula, mode)
+    except Exception as exc:  # stormpy raises RuntimeError subclasses with Storm's message
+        raise VerificationError(f"Storm failed on the interval model with {formula!r}: {exc}") from exc
+
+
+def _raw_check(model: Any, formula: str, mode: Any) -> np.ndarray:
+    import stormpy
+
+    with _storm_quiet():
+        prop = parsed(formula)[0]
+        result = stormpy.model_checking(model, prop, uncertainty_resolution_mode=mode, environment=_min_max_env())
+    return np.asarray(result.get_value_vector(), dtype=np.float64)
+
+
+@lru_cache(maxsize=1)
+def _min_max_env() -> Any:
     import stormpy
 
     env = stormpy.Environment()
     env.solver().min_max().precision = stormpy.Rational(1e-14)
-    with _storm_quiet():
-        try:
-            prop = stormpy.parse_properties(formula)[0]
-            result = stormpy.model_checking(model, prop, uncertainty_resolution_mode=mode, environment=env)
-        except Exception as exc:  # stormpy raises RuntimeError subclasses with Storm's message
-            raise VerificationError(f"Storm failed on the interval model with {formula!r}: {exc}") from exc
-    return np.asarray(result.get_value_vector(), dtype=np.float64)
+    return env
+
+
+def _query(part: Part, formula: str, mode: Any) -> Steps[np.ndarray]:
+    """One interval check as a `storm_batch` computation (answered with other chains' in `storm_batch.run_all`)."""
+    query = Query(part, ("interval", formula, str(mode)), lambda model: _raw_check(model, formula, mode),
+                  lambda: _check(part.model(), formula, mode))
+    return (yield from ask(query))
 
 
 def spec_bounds(chain: IntervalChain, formulas: Mapping[str, str],
@@ -108,6 +128,12 @@ def spec_bounds(chain: IntervalChain, formulas: Mapping[str, str],
 
     ``horizon`` is used only for cyclic maybe-graphs (default `DEFAULT_CYCLIC_HORIZON`).
     """
+    return run(spec_bounds_steps(chain, formulas, horizon))
+
+
+def spec_bounds_steps(chain: IntervalChain, formulas: Mapping[str, str],
+                      horizon: int | None = None) -> Steps[dict[str, SpecBounds | VerificationError]]:
+    """`spec_bounds` as a `storm_batch` computation."""
     import stormpy
 
     n = chain.n_states
@@ -126,13 +152,14 @@ def spec_bounds(chain: IntervalChain, formulas: Mapping[str, str],
         plans[name] = (form, i, st, goal)
     if not plans:
         return out
-    models: dict[str, Any] = {}
+    parts: dict[str, Part] = {}
 
-    def model(kind: str) -> Any:
-        if kind not in models:
-            lifted = chain if kind == "original" else replace(chain, lower=np.maximum(chain.lower, LIFT))
-            models[kind] = interval_storm_model(lifted, labels)
-        return models[kind]
+    def model(kind: str) -> Part:
+        if kind not in parts:
+            ic = chain if kind == "original" else replace(chain, lower=np.maximum(chain.lower, LIFT))
+            parts[kind] = Part(ic.indptr, ic.indices, np.column_stack([ic.lower, ic.upper]), ic.initial_states,
+                               labels, lambda ic=ic: interval_storm_model(ic, labels))
+        return parts[kind]
 
     modes = (stormpy.UncertaintyResolutionMode.MINIMIZE, stormpy.UncertaintyResolutionMode.MAXIMIZE)
     liftable = bool(np.all(np.bincount(chain.rows(), weights=np.maximum(chain.lower, LIFT), minlength=n) <= 1.0))
@@ -140,7 +167,8 @@ def spec_bounds(chain: IntervalChain, formulas: Mapping[str, str],
         reach, method, steps, residual = [], "certified", 0, 0.0
         if not st.cyclic and liftable:
             for mode in modes:
-                x = np.where(st.maybe, _check(model("lifted"), f'P=? ["q{i}_hold" U "q{i}_goal"]', mode), 0.0)
+                x = yield from _query(model("lifted"), f'P=? ["q{i}_hold" U "q{i}_goal"]', mode)
+                x = np.where(st.maybe, x, 0.0)
                 x[goal] = 1.0
                 reach.append(x)
             errors = [certify(chain, x, st.maybe, st.depth, mode == modes[1]) for x, mode in zip(reach, modes,
@@ -154,10 +182,12 @@ def spec_bounds(chain: IntervalChain, formulas: Mapping[str, str],
             method, steps = ("bounded", st.depth) if not st.cyclic else ("cyclic", int(horizon or
                                                                                        DEFAULT_CYCLIC_HORIZON))
             until = f'P=? ["q{i}_hold" U<={steps} "q{i}_goal"]'
-            reach = [_check(model("original"), until, mode) for mode in modes]
+            reach = []
+            for mode in modes:
+                reach.append((yield from _query(model("original"), until, mode)))
             residual = 0.0
             if st.cyclic:
-                left = 1.0 - _check(model("original"), f'P=? [F<={steps} "q{i}_exit"]', modes[0])
+                left = 1.0 - (yield from _query(model("original"), f'P=? [F<={steps} "q{i}_exit"]', modes[0]))
                 reach[1] = np.minimum(reach[1] + left, 1.0)
                 residual = float(left.max(initial=0.0))
         r_min, r_max = reach

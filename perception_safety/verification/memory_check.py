@@ -35,8 +35,9 @@ from perception_safety.verification.memory import (
     memory_system,
 )
 from perception_safety.verification.posterior import PosteriorSummary, round_to_error
-from perception_safety.verification.specs import check
-from perception_safety.verification.uncertainty import chain_bounds, chain_posterior, posterior_draws
+from perception_safety.verification.specs import check_steps
+from perception_safety.verification.storm_batch import Steps, run
+from perception_safety.verification.uncertainty import chain_bounds_steps, chain_posterior, posterior_draws
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,17 @@ class MemoryData:
 
 
 def check_memory(system: AbstractSystem, data: MemoryData, specs: dict[str, str], cfg: VerificationConfig,
-                 where: str, warnings: list[str]) -> MemoryCheck:
-    """Assess the chain's decision bins and, when misses come in runs, check the memory chain (module docstring)."""
+                 where: str, warnings: list[str], bins: np.ndarray | None = None) -> MemoryCheck:
+    """Assess the chain's decision bins (``bins``: `interval_chain.decision_bins` when the caller has them) and,
+    when misses come in runs, check the memory chain (module docstring)."""
+    return run(check_memory_steps(system, data, specs, cfg, where, warnings, bins))
+
+
+def check_memory_steps(system: AbstractSystem, data: MemoryData, specs: dict[str, str], cfg: VerificationConfig,
+                       where: str, warnings: list[str], bins: np.ndarray | None = None) -> Steps[MemoryCheck]:
+    """`check_memory` as a `storm_batch` computation."""
     counted, runs, hit = data.counted, data.runs, data.hit
-    bins = [int(b) for b in decision_bins(system, counted.model())]
+    bins = [int(b) for b in (decision_bins(system, counted.model()) if bins is None else bins)]
     where = where.rsplit("/V=", 1)[0]  # the tests do not depend on V: one warning per (variant, environment)
     if runs.pairs.shape[1:] != (counted.counts.shape[0], counted.counts.shape[1], counted.counts.shape[1]):
         raise VerificationError(f"{where}: observation sequences {runs.pairs.shape[1:]} do not match the matrices")
@@ -126,9 +134,12 @@ def check_memory(system: AbstractSystem, data: MemoryData, specs: dict[str, str]
     mem_system = memory_system(system, counted.model())
     chain = reachable_part(build_chain(mem_system, mem_counted.model()))
     starts = np.asarray(chain.initial_states, dtype=np.int64)
-    values = {name: np.asarray(check(chain, f))[starts] for name, f in specs.items()}
+    values = {}
+    for name, f in specs.items():
+        values[name] = np.asarray((yield from check_steps(chain, f)))[starts]
     starts = np.asarray(mem_system.initial_states, dtype=np.int64)  # the bounds: over the whole product
-    bounds, binfo = chain_bounds(mem_system, mem_counted, specs, cfg, f"{where} (memory chain)", warnings)
+    bounds, binfo = yield from chain_bounds_steps(mem_system, mem_counted, specs, cfg, f"{where} (memory chain)",
+                                                  warnings)
     post = chain_posterior(mem_system, mem_counted.model(), data.draws(cfg, where), specs, cfg, warnings)
     clusters = _clusters(mem_counted, binfo.get("decision_bins"))
     if clusters is not None and clusters < MIN_CLUSTERS:

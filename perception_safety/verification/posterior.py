@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -50,6 +51,11 @@ class ChainSkeleton:
     @property
     def n_states(self) -> int:
         return len(self.indptr) - 1
+
+    @cached_property
+    def order(self) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
+        """`dag_levels` of the chain: one solving order for every formula (`solve_until_many`)."""
+        return dag_levels(self.indptr, self.indices)
 
     def plan(self, formula: str) -> tuple[ReachForm, np.ndarray, np.ndarray, UntilStructure]:
         """``(form, hold, goal, structure)`` of ``formula`` on this structure, worked out once per skeleton (the sweep
@@ -151,6 +157,69 @@ def solve_until_batch(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
     return x.T
 
 
+REDUCEAT_SEQUENTIAL = 8
+"""Rows up to this many transitions: `np.add.reduceat` adds them as ``first + (0 + second + third + …)``, which
+`solve_until_many` repeats term for term; longer runs numpy adds pairwise (formula by formula then)."""
+
+
+def dag_levels(indptr: np.ndarray, indices: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
+    """``(levels, closed)``: ``closed`` marks the states of closed classes (strongly connected components no
+    transition leaves: absorbing states, or an absorbing car state with the memory chain's last observation cycling);
+    ``levels`` order every other state so that its successors other than itself lie in earlier levels or are
+    closed. None when a cycle longer than a self-loop lies outside the closed classes."""
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    n = len(indptr) - 1
+    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
+    graph = csr_matrix((np.ones(rows.size, dtype=np.int8), np.asarray(indices), np.asarray(indptr)), shape=(n, n))
+    _, comp = connected_components(graph, directed=True, connection="strong")
+    leaves = np.bincount(comp[rows], weights=comp[rows] != comp[indices], minlength=int(comp.max()) + 1) > 0
+    closed = ~leaves[comp]
+    if np.bincount(comp[~closed]).max(initial=1) > 1:
+        return None
+    st = until_structure(indptr, indices, np.ones(n, dtype=bool), closed)
+    maybe = np.flatnonzero(st.maybe)
+    state_of = np.empty(maybe.size, dtype=np.int64)
+    state_of[st.comp[maybe]] = maybe
+    return tuple(state_of[level] for level in st.levels), closed
+
+
+def solve_until_many(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
+                     masks: list[tuple[np.ndarray, np.ndarray]], order: tuple[np.ndarray, ...]) -> np.ndarray:
+    """``P(s ⊨ hold_k U goal_k)`` ``[k, draw, state]`` for every ``(goal_k, maybe_k)`` of ``masks`` in one pass over
+    ``order`` (`dag_levels`' levels, which must hold every maybe state): the same arithmetic, state by state, as
+    `solve_until_batch` on each (a maybe state's value is its successors' values weighted, over what does not loop
+    back), so the same numbers, for every formula at once instead of one pass per formula."""
+    n, d, k = len(indptr) - 1, data.shape[0], len(masks)
+    vals_all = np.ascontiguousarray(np.asarray(data, dtype=np.float64).T)  # [t, draw]
+    x = np.zeros((n, k, d))
+    maybe = np.zeros((n, k), dtype=bool)
+    for j, (goal, mask) in enumerate(masks):
+        x[goal, j] = 1.0
+        maybe[:, j] = mask
+    n_t = len(indices)
+    vals_all = np.concatenate([vals_all, np.zeros((1, d))])  # row n_t: the padding edge, value 0
+    for s in order:
+        lens = indptr[s + 1] - indptr[s]
+        width = np.arange(int(lens.max()))
+        edge = np.where(width < lens[:, None], indptr[s][:, None] + width, n_t)  # [state, j]: j-th edge or padding
+        tgt = np.append(indices, 0)[edge]
+        terms = [(vals_all[edge[:, j]], tgt[:, j]) for j in width]
+        num = np.zeros((s.size, k, d))  # as np.add.reduceat adds a run: its first term + (0 + the others in order)
+        stay = np.zeros((s.size, d))
+        for v, t in terms[1:]:
+            num += v[:, None, :] * x[t]  # x of a maybe state is still 0 here
+            stay += v * (t == s)[:, None]
+        v, t = terms[0]
+        num = v[:, None, :] * x[t] + num
+        stay = v * (t == s)[:, None] + stay
+        leave = np.broadcast_to((1.0 - stay)[:, None, :], num.shape)
+        new = np.divide(num, leave, out=np.zeros_like(num), where=leave > 0)
+        x[s] = np.where(maybe[s][:, :, None], new, x[s])
+    return np.moveaxis(x, 0, 2)
+
+
 @dataclass(frozen=True)
 class PosteriorSummary:
     """Equal-tailed credible interval ``[lower, upper]`` at ``level`` and the posterior mean, per initial state;
@@ -183,6 +252,22 @@ def summarise(values: np.ndarray, level: float) -> PosteriorSummary:
                             mc_error=err)
 
 
+def summarise_many(values: list[np.ndarray], level: float) -> list[PosteriorSummary]:
+    """`summarise` of each ``values[i]`` (draws on axis 0), the quantiles and their Monte-Carlo errors of all in one
+    call (column by column, so the same numbers); the mean and its error block by block, as `summarise` sums them."""
+    qs = ((1 - level) / 2, (1 + level) / 2)
+    both = np.concatenate(values, axis=1)
+    lo, hi = np.quantile(both, qs, axis=0)
+    q_err = np.maximum(quantile_mc_error(both, qs[0]), quantile_mc_error(both, qs[1]))
+    cut = np.cumsum([0, *(v.shape[1] for v in values)])
+    out = []
+    for v, a, b in zip(values, cut[:-1], cut[1:], strict=True):
+        err = np.maximum.reduce([q_err[a:b], v.std(axis=0) / np.sqrt(v.shape[0])])
+        out.append(PosteriorSummary(lower=lo[a:b], upper=hi[a:b], mean=v.mean(axis=0), draws=v.shape[0], level=level,
+                                    mc_error=err))
+    return out
+
+
 def round_to_error(value: float, error: float) -> float:
     """``value`` rounded to the decimal of ``error``'s leading digit: no digit finer than the MC noise."""
     if not (np.isfinite(error) and error > 0):
@@ -192,16 +277,31 @@ def round_to_error(value: float, error: float) -> float:
 
 def posterior_values(skeleton: ChainSkeleton, probs: np.ndarray,
                      formulas: Mapping[str, str]) -> dict[str, np.ndarray | VerificationError]:
-    """P(φ) ``[draw, initial state]`` for every formula (``reach.reach_form`` shapes; others map to the error)."""
+    """P(φ) ``[draw, initial state]`` for every formula (``reach.reach_form`` shapes; others map to the error);
+    every formula in one pass (`solve_until_many`) when the chain's only cycles are self-loops."""
     data = skeleton.data(probs)
     out: dict[str, np.ndarray | VerificationError] = {}
+    plans = {}
     for name, formula in formulas.items():
         try:
-            form, hold, goal, structure = skeleton.plan(formula)
+            plans[name] = skeleton.plan(formula)
         except VerificationError as exc:
             out[name] = exc
             continue
-        x = solve_until_batch(skeleton.indptr, skeleton.indices, data, hold, goal, structure)
+        out[name] = np.empty(0)  # keeps the formulas' order
+    order = skeleton.order if plans else None
+    if order is not None and (np.diff(skeleton.indptr).max(initial=0) > REDUCEAT_SEQUENTIAL
+                              or any((st.maybe & order[1]).any() for _, _, _, st in plans.values())):
+        order = None  # a cycle to solve (a closed class's state can reach the goal), or sums numpy adds pairwise
+    if order is not None:
+        xs = solve_until_many(skeleton.indptr, skeleton.indices, data,
+                              [(goal, st.maybe) for _, _, goal, st in plans.values()], order[0])
+        solved = dict(zip(plans, xs, strict=True))
+    for name, (form, hold, goal, structure) in plans.items():
+        if order is not None:
+            x = solved[name]
+        else:
+            x = solve_until_batch(skeleton.indptr, skeleton.indices, data, hold, goal, structure)
         x = x[:, skeleton.initial_states]
         out[name] = 1.0 - x if form.negate else x
     return out

@@ -15,12 +15,14 @@ import re
 import weakref
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from perception_safety.verification.builder import RESERVED_LABELS, MarkovChain
 from perception_safety.verification.errors import VerificationError
+from perception_safety.verification.storm_batch import Part, Query, Steps, ask, run
 
 PHI1 = 'G ("ped" | !"stop_at_k")'
 PHI2 = 'G (!"ped" | !"at_or_past_k" | "stop_at_k")'
@@ -54,9 +56,11 @@ def resolve_specs(names: Iterable[str], custom: Mapping[str, str] | None = None)
     return out
 
 
+@lru_cache(maxsize=32)
 def _environment(precision: float, acyclic: bool = False) -> Any:
     """Storm solver settings: SCC-wise (topological) solving, iterative fallbacks stopping at ``precision``; or
-    Storm's acyclic solver (one backward pass, exact up to rounding), which refuses a model with a cycle."""
+    Storm's acyclic solver (one backward pass, exact up to rounding), which refuses a model with a cycle. Made once
+    per setting (Storm reads it, never changes it)."""
     import stormpy
 
     env = stormpy.Environment()
@@ -67,31 +71,65 @@ def _environment(precision: float, acyclic: bool = False) -> Any:
     return env
 
 
+@lru_cache(maxsize=256)
+def parsed(formula: str) -> tuple[Any, ...]:
+    """Storm's properties of ``formula``, parsed once per text (a sweep checks the same few formulas ~800 times;
+    a parsed property names labels, not states, so every model can be checked with it). Raises Storm's error."""
+    import stormpy
+
+    with _storm_quiet():
+        return tuple(stormpy.parse_properties(formula))
+
+
 _CYCLIC: weakref.WeakSet[Any] = weakref.WeakSet()
 """Chains (and their LTL products) Storm's acyclic solver refused: checked with the topological solver next time."""
+
+_PARTS: weakref.WeakKeyDictionary[MarkovChain, Part] = weakref.WeakKeyDictionary()
 
 
 def check(chain: MarkovChain, formula: str, precision: float = 1e-12) -> np.ndarray:
     """``P(s ⊨ φ)`` for every state ``s`` with Storm (LTL or PCTL; ``P=? [...]``)."""
-    import stormpy
+    return run(check_steps(chain, formula, precision))
 
+
+def check_steps(chain: MarkovChain, formula: str, precision: float = 1e-12) -> Steps[np.ndarray]:
+    """`check` as a `storm_batch` computation: `storm_batch.run_all` answers many chains' checks in one Storm call."""
     known = set(chain.labels) | RESERVED_LABELS
     unknown = sorted(formula_labels(formula) - known)
     if unknown:
         raise VerificationError(f"formula {formula!r} names unknown label(s) {unknown}; known: {sorted(known)}")
-    with _storm_quiet():
-        try:
-            props = stormpy.parse_properties(formula)
-        except Exception as exc:  # stormpy raises RuntimeError subclasses with the parser message
-            raise VerificationError(f"cannot parse formula {formula!r}: {exc}") from exc
+    try:
+        props = parsed(formula)
+    except Exception as exc:  # stormpy raises RuntimeError subclasses with the parser message
+        raise VerificationError(f"cannot parse formula {formula!r}: {exc}") from exc
     if len(props) != 1:
         raise VerificationError(f"expected exactly one property in {formula!r}, got {len(props)}")
-    model = chain.storm_model()
-    with _storm_quiet():
-        try:
-            result = _model_check(chain, model, props[0], precision)
-        except Exception as exc:
-            raise VerificationError(f"Storm failed on {formula!r}: {exc}") from exc
+    prop = props[0]
+
+    def solo() -> np.ndarray:
+        model = chain.storm_model()
+        with _storm_quiet():
+            try:
+                result = _model_check(chain, model, prop, precision)
+            except Exception as exc:
+                raise VerificationError(f"Storm failed on {formula!r}: {exc}") from exc
+        return _values(result, formula)
+
+    def on(model: Any) -> np.ndarray:
+        import stormpy
+
+        with _storm_quiet():
+            result = stormpy.model_checking(model, prop, environment=_environment(precision, acyclic=True))
+        return _values(result, formula)
+
+    if chain not in _PARTS:
+        _PARTS[chain] = Part(chain.indptr, chain.indices, chain.data, chain.initial_states, chain.labels,
+                             chain.storm_model)
+    query = Query(_PARTS[chain], ("point", formula, precision), on, solo, batchable=chain not in _CYCLIC)
+    return (yield from ask(query))
+
+
+def _values(result: Any, formula: str) -> np.ndarray:
     if not _flag(result, "is_quantitative") or not _flag(result, "is_result_for_all_states"):
         raise VerificationError(f"formula {formula!r} must be a quantitative query such as 'P=? [F \"label\"]'")
     return np.asarray(result.get_value_vector(), dtype=np.float64)

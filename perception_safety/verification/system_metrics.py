@@ -23,6 +23,7 @@ import numpy as np
 from perception_safety.evaluation.confusion.by_verdict import VerdictSplit
 from perception_safety.verification.bounds import spec_bounds
 from perception_safety.verification.builder import build_chain
+from perception_safety.verification.car_model import car_system, geometry_for, observation_model
 from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.controllers import resolve_controller
 from perception_safety.verification.errors import VerificationError
@@ -34,7 +35,6 @@ from perception_safety.verification.monitor_loop import (
     verdict_column_counts,
 )
 from perception_safety.verification.specs import check
-from perception_safety.verification.sweep import car_system, geometry_for, observation_model
 
 CHAINS = ("f", "fm", "fstar")
 

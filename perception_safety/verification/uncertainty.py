@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from perception_safety.verification.bounds import SpecBounds, spec_bounds
+from perception_safety.verification.bounds import SpecBounds, spec_bounds_steps
 from perception_safety.verification.builder import AbstractSystem, ObservationModel
 from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.counted import CountedObservations
@@ -22,8 +22,9 @@ from perception_safety.verification.posterior import (
     PosteriorSummary,
     chain_skeleton,
     posterior_values,
-    summarise,
+    summarise_many,
 )
+from perception_safety.verification.storm_batch import Steps, run
 
 
 def unsupported(spec: str, exc: VerificationError) -> str:
@@ -32,19 +33,30 @@ def unsupported(spec: str, exc: VerificationError) -> str:
 
 def chain_bounds(
     system: AbstractSystem, counted: CountedObservations, specs: dict[str, str], cfg: VerificationConfig, where: str,
-    warnings: list[str],
+    warnings: list[str], bins: np.ndarray | None = None,
 ) -> tuple[dict[str, SpecBounds], dict[str, Any]]:
     """Interval chain + Storm bounds of every spec; unsupported specs and widened bounds become warnings.
 
     The intervals are Bonferroni-split over every cell of the used columns in every bin the chain decides in
-    (`interval_chain.decision_bins`), so all bounds of this chain hold jointly at ``1 − alpha``.
+    (`interval_chain.decision_bins`, or ``bins`` when the caller has them), so all bounds of this chain hold
+    jointly at ``1 − alpha``.
     """
+    return run(chain_bounds_steps(system, counted, specs, cfg, where, warnings, bins))
+
+
+def chain_bounds_steps(
+    system: AbstractSystem, counted: CountedObservations, specs: dict[str, str], cfg: VerificationConfig, where: str,
+    warnings: list[str], bins: np.ndarray | None = None,
+) -> Steps[tuple[dict[str, SpecBounds], dict[str, Any]]]:
+    """`chain_bounds` as a `storm_batch` computation."""
     if not cfg.bounds.enabled:
         return {}, {}
-    bins = decision_bins(system, counted.model())
+    if bins is None:
+        bins = decision_bins(system, counted.model())
     ichain = build_interval_chain(system, counted.model(cfg.alpha, bins))
     out: dict[str, SpecBounds] = {}
-    for spec_name, b in spec_bounds(ichain, specs, cfg.bounds.cyclic_horizon).items():
+    found = yield from spec_bounds_steps(ichain, specs, cfg.bounds.cyclic_horizon)
+    for spec_name, b in found.items():
         if isinstance(b, VerificationError):
             warnings.append(unsupported(spec_name, b))
             continue
@@ -82,10 +94,12 @@ def chain_posterior(
     if draws is None:
         return {}
     values = posterior_values(skeleton or chain_skeleton(system, obs), draws, specs)
-    out = {}
+    solved = {}
     for name, v in values.items():
         if isinstance(v, VerificationError):
             warnings.append(unsupported(name, v))
         else:
-            out[name] = summarise(v, cfg.posterior.level)
-    return out
+            solved[name] = v
+    if not solved:
+        return {}
+    return dict(zip(solved, summarise_many(list(solved.values()), cfg.posterior.level), strict=True))

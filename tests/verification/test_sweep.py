@@ -9,9 +9,10 @@ import pytest
 
 from perception_safety.evaluation.confusion.io import confusion_from_mapping, load_matrices
 from perception_safety.io.config import ConfigError, load_model
+from perception_safety.verification.car_model import geometry_for
 from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.errors import VerificationError
-from perception_safety.verification.sweep import geometry_for, run_sweep, write_csv
+from perception_safety.verification.sweep import run_sweep, write_csv
 
 from .conftest import REFERENCE
 

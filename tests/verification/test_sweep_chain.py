@@ -1,0 +1,138 @@
+"""The sweep with every chain's Storm checks answered together equals each chain computed alone (Storm per chain,
+one check at a time: the path before issue 27), with episodes, observation runs and a skipped combination; and the
+posterior's all-formulas solve equals the formula-by-formula one and a numpy linear solve."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from perception_safety.verification.config import VerificationConfig
+from perception_safety.verification.controllers import resolve_controller
+from perception_safety.verification.errors import VerificationError
+from perception_safety.verification.memory import ObservationRuns
+from perception_safety.verification.posterior import (
+    dag_levels,
+    solve_until_batch,
+    solve_until_many,
+    summarise,
+    summarise_many,
+)
+from perception_safety.verification.reach import until_structure
+from perception_safety.verification.specs import resolve_specs
+from perception_safety.verification.storm_batch import run
+from perception_safety.verification.sweep_chain import Combo, chain_steps
+from perception_safety.verification.sweep_each import sweep_each
+
+from .test_counted_clusters import _split_reference
+from .test_storm_batch import absorption, random_chain
+
+
+def runs_for(n_episodes: int, n_bins: int, n_labels: int, seed: int) -> ObservationRuns:
+    """Per episode a sequence of the pedestrian column's observations with runs of misses (label 0 = the hit)."""
+    rng = np.random.default_rng(seed)
+    seqs = []
+    for _ in range(n_episodes):
+        labels, miss = [], False
+        for _ in range(60):
+            miss = rng.random() < (0.7 if miss else 0.2)
+            labels.append(int(rng.integers(1, n_labels)) if miss else 0)
+        seqs.append((np.sort(rng.integers(0, n_bins, size=60)), labels))
+    return ObservationRuns.from_sequences(seqs, n_bins, n_labels)
+
+
+def close(a, b, path=""):
+    """Equal, floats within 1e-12 (Storm's interval solver may iterate further on a union: docs/performance.md)."""
+    if isinstance(a, dict):
+        assert a.keys() == b.keys(), path
+        for k in a:
+            close(a[k], b[k], f"{path}/{k}")
+    elif isinstance(a, list | tuple):
+        assert len(a) == len(b), path
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            close(x, y, f"{path}[{i}]")
+    elif isinstance(a, float) and isinstance(b, float):
+        assert abs(a - b) <= 1e-12, (path, a, b)
+    else:
+        assert a == b, (path, a, b)
+
+
+@pytest.fixture(scope="module")
+def swept():
+    dc, eps = _split_reference(12)
+    n_bins = len(dc.bin_edges)
+    runs = {("prop_by_distance", "ped"): runs_for(12, n_bins, len(dc.prop_labels), 1),
+            ("prop", "ped"): runs_for(12, 1, len(dc.prop_labels), 2)}
+    cfg = VerificationConfig(max_speeds=[1, 2, 3], posterior={"draws": 200}, true_envs={
+        "ped": {"class": ["ped"], "prop": "ped"}, "ghost": {"class": ["ghost"], "prop": "ghost"},
+        "obs": {"class": ["obs"], "prop": "obs"}})
+    return dc, eps, runs, cfg, sweep_each(dc, cfg, None, "ref", eps, runs)
+
+
+def test_batched_sweep_equals_every_chain_alone(swept):
+    dc, eps, runs, cfg, (result, skipped) = swept
+    specs = resolve_specs(cfg.specs, cfg.custom_specs)
+    rows, records, warnings, errors = [], [], [], {}
+    for env_name in cfg.true_envs:
+        for variant in cfg.variants:
+            try:
+                combo = Combo.make(dc, cfg, variant, env_name, specs, resolve_controller(cfg.controller), "ref",
+                                   eps, runs)
+            except VerificationError as exc:
+                errors[f"{env_name}/{variant}"] = str(exc)
+                continue
+            for V in cfg.max_speeds:
+                done = run(chain_steps(combo, V))  # each Storm query on its own chain, one after the other
+                rows += done.rows
+                records.append({k: v for k, v in done.record.items() if not k.endswith("_seconds")})
+                warnings += [w for w in done.warnings if w not in warnings]
+    assert skipped == errors and set(skipped) == {f"ghost/{v}" for v in cfg.variants}
+    assert len(result.results) == len(rows) > 0
+    close(list(result.results), rows)
+    close([{k: v for k, v in r.items() if not k.endswith("_seconds")} for r in result.chains], records)
+    assert list(result.warnings) == warnings
+    assert any(r.get("independence") == "memory" for r in rows) and any("episode_mean" in r for r in rows)
+
+
+def test_posterior_all_formulas_at_once_equals_formula_by_formula_and_a_linear_solve():
+    rng = np.random.default_rng(4)
+    for _ in range(20):
+        chain = random_chain(rng, int(rng.integers(3, 30)))
+        draws = np.repeat(chain.data[None], 6, axis=0) * rng.random((6, chain.n_transitions))
+        draws[rng.random(draws.shape) < 0.2] = 0.0  # zero-probability transitions
+        draws[:, chain.indptr[:-1]] += 0.01  # every state keeps a successor
+        rows = np.repeat(np.arange(chain.n_states), np.diff(chain.indptr))
+        sums = np.stack([np.bincount(rows, weights=d, minlength=chain.n_states) for d in draws])
+        draws = np.divide(draws, sums[:, rows], out=np.zeros_like(draws), where=sums[:, rows] > 0)
+        levels, closed = dag_levels(chain.indptr, chain.indices)
+        masks, expect = [], []
+        for hold, goal in ((np.ones(chain.n_states, dtype=bool), chain.labels["a"]),
+                           (chain.labels["b"], chain.labels["a"])):
+            st = until_structure(chain.indptr, chain.indices, hold, goal)
+            assert not (st.maybe & closed).any()
+            masks.append((goal, st.maybe))
+            expect.append(solve_until_batch(chain.indptr, chain.indices, draws, hold, goal, st))
+        got = solve_until_many(chain.indptr, chain.indices, draws, masks, levels)
+        for k in range(2):
+            assert np.array_equal(got[k], expect[k])
+        hold, goal = chain.labels["b"], chain.labels["a"]
+        for d in range(draws.shape[0]):
+            c = type(chain)(chain.indptr, chain.indices, draws[d], chain.labels, chain.initial_states)
+            np.testing.assert_allclose(got[1][d], absorption(c, hold, goal), atol=1e-12)
+
+
+def test_absorbing_only_chain_and_a_longer_cycle():
+    only = random_chain(np.random.default_rng(0), 4, absorbing_only=True)
+    levels, closed = dag_levels(only.indptr, only.indices)
+    assert levels == () and closed.all()
+    cyclic = random_chain(np.random.default_rng(0), 8, cyclic=True)
+    assert dag_levels(cyclic.indptr, cyclic.indices) is None  # the sweep then solves formula by formula
+
+
+def test_summaries_of_many_equal_one_by_one():
+    rng = np.random.default_rng(9)
+    parts = [rng.random((300, int(rng.integers(1, 6)))) for _ in range(6)]
+    for one, many in zip(parts, summarise_many(parts, 0.9), strict=True):
+        alone = summarise(one, 0.9)
+        for f in ("lower", "upper", "mean", "mc_error"):
+            assert np.array_equal(getattr(alone, f), getattr(many, f)), f
