@@ -10,6 +10,7 @@ from perception_safety.safe_io.atomic_write import (
     atomic_path,
     check_output,
     write_bytes,
+    write_files,
     write_text,
 )
 from perception_safety.safe_io.bounded_read import InputFileError, load_json, parse_json, read_bytes, read_text
@@ -25,5 +26,6 @@ __all__ = [
     "read_bytes",
     "read_text",
     "write_bytes",
+    "write_files",
     "write_text",
 ]

@@ -12,7 +12,7 @@ import contextlib
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -69,11 +69,12 @@ def _fsync_folder(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, sync_folder: bool = True) -> Iterator[Path]:
     """A temporary path next to ``path`` (same suffix, for writers that pick the format by it) to write to.
 
     When the block ends without an exception the file is fsynced and renamed over ``path``; otherwise it is
-    removed and ``path`` is untouched. The output folder is created when missing.
+    removed and ``path`` is untouched. The output folder is created when missing. ``sync_folder=False``: the
+    folder's entry is left for the caller to flush (`write_files`, once for many files).
     """
     path = check_output(path)
     folder = path.parent
@@ -96,17 +97,18 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-    _fsync_folder(folder)
+    if sync_folder:
+        _fsync_folder(folder)
 
 
 @contextlib.contextmanager
-def atomic_open(path: str | Path, mode: str = "w", **kwargs: Any) -> Iterator[IO[Any]]:
+def atomic_open(path: str | Path, mode: str = "w", sync_folder: bool = True, **kwargs: Any) -> Iterator[IO[Any]]:
     """``open(temporary, mode, **kwargs)`` inside `atomic_path` (``mode`` "w" or "wb")."""
     if mode not in ("w", "wb"):
         raise ValueError(f"atomic_open: mode {mode!r}; expected 'w' or 'wb'")
     if mode == "w":
         kwargs.setdefault("encoding", "utf-8")
-    with atomic_path(path) as tmp:
+    with atomic_path(path, sync_folder) as tmp:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
         with open(os.open(tmp, flags, 0o666), mode, **kwargs) as fh:  # 0o666 & ~umask, like open()
             yield fh
@@ -127,4 +129,19 @@ def write_bytes(path: str | Path, data: bytes) -> Path:
     return Path(path)
 
 
-__all__ = ["OutputPathError", "atomic_open", "atomic_path", "check_output", "write_bytes", "write_text"]
+def write_files(folder: str | Path, files: Mapping[str, bytes]) -> list[Path]:
+    """Write each ``name -> data`` into ``folder`` as `write_bytes` does (checked, fsynced, renamed), the folder's
+    entries flushed to disk once at the end rather than once per file (a report's many small thumbnails)."""
+    folder = Path(folder)
+    out = []
+    for name, data in files.items():
+        with atomic_open(folder / name, "wb", sync_folder=False) as fh:
+            fh.write(data)
+        out.append(folder / name)
+    if out:
+        _fsync_folder(folder)
+    return out
+
+
+__all__ = ["OutputPathError", "atomic_open", "atomic_path", "check_output", "write_bytes", "write_files",
+           "write_text"]

@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from perception_safety.safe_io import OutputPathError, atomic_open, atomic_path, check_output, write_bytes, write_text
+from perception_safety.safe_io import (
+    OutputPathError,
+    atomic_open,
+    atomic_path,
+    check_output,
+    write_bytes,
+    write_files,
+    write_text,
+)
 
 
 def _special_targets(tmp_path: Path) -> dict[str, Path]:
@@ -92,3 +100,25 @@ def test_safe_io_is_layer_neutral():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     loaded = set(json.loads(out.stdout)) - {"perception_safety", "perception_safety.errors"}
     assert {m for m in loaded if not m.startswith("perception_safety.safe_io")} == set()
+
+
+def test_many_files_are_each_written_atomically_and_the_folder_flushed_once(tmp_path, monkeypatch):
+    import perception_safety.safe_io.atomic_write as aw
+
+    folder = tmp_path / "thumbs"
+    folder.mkdir()
+    (folder / "b.jpg").write_bytes(b"old")
+    (tmp_path / "victim").write_text("keep me")
+    synced: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(aw.os, "fsync", lambda fd: synced.append(os.fstat(fd).st_mode) or real(fd))
+    paths = write_files(folder, {"a.jpg": b"\xff\xd8a", "b.jpg": b"\xff\xd8b"})
+    assert paths == [folder / "a.jpg", folder / "b.jpg"]
+    assert [p.read_bytes() for p in paths] == [b"\xff\xd8a", b"\xff\xd8b"]
+    assert sorted(p.name for p in folder.iterdir()) == ["a.jpg", "b.jpg"]  # no temporary left
+    assert [stat.S_ISDIR(m) for m in synced] == [False, False, True]  # each file, then the folder once
+    (folder / "c.jpg").symlink_to(tmp_path / "victim")
+    with pytest.raises(OutputPathError, match="symbolic link"):
+        write_files(folder, {"c.jpg": b"x"})
+    assert (tmp_path / "victim").read_text() == "keep me"
+    assert write_files(tmp_path / "none", {}) == [] and not (tmp_path / "none").exists()

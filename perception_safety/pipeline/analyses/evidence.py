@@ -23,7 +23,7 @@ from perception_safety.pipeline.evaluate_config import EvaluateConfig
 from perception_safety.report.html import Picture
 from perception_safety.report.overlay import TruthStyle
 from perception_safety.report.thumbnails import MIN_WINDOW_H, Thumb, alt_text, thumbnails
-from perception_safety.safe_io import write_bytes
+from perception_safety.safe_io import write_files
 
 STRIP = 6
 """Thumbnails per cell strip (the cell keeps up to ``evaluate.evidence_per_cell`` references in results.json)."""
@@ -97,8 +97,9 @@ def _short(ref: Mapping[str, Any]) -> str:
     return f"{dist}{ref.get('episode', '?')} · t = {float(ref.get('t_s', 0)):.2f} s"
 
 
-def _strip(key: str, cell: Mapping[str, Any], thumbs: Sequence[Thumb], files: Path, rel: str) -> str:
-    """A fold with the cell's thumbnails (files loaded when the fold opens); the references are in results.json."""
+def _strip(key: str, cell: Mapping[str, Any], thumbs: Sequence[Thumb], files: dict[str, bytes], rel: str) -> str:
+    """A fold with the cell's thumbnails (files loaded when the fold opens, their bytes added to ``files`` by name);
+    the references are in results.json."""
     figs = []
     for i, t in enumerate(thumbs):
         if t.jpeg is None:
@@ -106,7 +107,7 @@ def _strip(key: str, cell: Mapping[str, Any], thumbs: Sequence[Thumb], files: Pa
                         f"({html.escape(t.missing)})</figcaption></figure>")
             continue
         name = f"{anchor(key)}_{i}.jpg"
-        write_bytes(files / name, t.jpeg)
+        files[name] = t.jpeg
         figs.append(f"<figure><img loading='lazy' alt='{html.escape(t.alt)}' src='{rel}/{name}'>"
                     f"<figcaption>{html.escape(_short(t.ref))}</figcaption></figure>")
     return (f"<details class='ev' id='{anchor(key)}'><summary><code>{html.escape(key)}</code>: {cell['count']} "
@@ -160,11 +161,13 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path, pics: Pict
     )
     classes = [*cfg.confusion.class_names, cfg.confusion.empty_label]
     sec.html(_linked_matrices(cells, classes, cfg.confusion.bin_edges))
-    files = out / "evidence"
-    files.mkdir(parents=True, exist_ok=True)
-    for old in files.glob("*.jpg"):
+    folder = out / "evidence"
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*.jpg"):
         old.unlink()
+    files: dict[str, bytes] = {}
     sec.html("".join(_strip(k, cells[k], thumbs, files, "evidence") for k, thumbs in pics.strips))
+    write_files(folder, files)  # each file atomic, the folder flushed once
 
 
 def _ped_classes(cfg: EvaluateConfig) -> list[str]:
