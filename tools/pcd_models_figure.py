@@ -16,9 +16,32 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from scipy.special import ndtr
 
-from perception_safety.evaluation.pcd.compute import PCDConfig, compute_pcd, probability_grid
+from perception_safety.evaluation.pcd.compute import PCDConfig, PCDResult, compute_pcd, probability_grid
 from perception_safety.evaluation.pcd.synthetic import HurdleTruth, hurdle_samples
-from perception_safety.report.pcd_plots import draw_fit
+
+
+def draw_fit(ax, result: PCDResult, title: str) -> None:
+    """One model's fit on a matplotlib axes (this docs figure keeps matplotlib; the report draws its own SVG,
+    `report.pcd_plots`): samples, zeros apart, mean with ±σ band, p_det, change points, y_t and the PCD."""
+    x, f, s = result.x, result.fitted, result.sigma
+    hit = result.y > 0 if result.p_det is not None else np.ones(x.size, dtype=bool)
+    ax.scatter(x[hit], result.y[hit], s=8, alpha=0.45, color="tab:orange", label="IoU × confidence", rasterized=True)
+    if not hit.all():
+        ax.scatter(x[~hit], result.y[~hit], s=8, alpha=0.3, color="grey", marker="|", label="missed (y = 0)")
+    ax.fill_between(x, f - s, f + s, color="tab:blue", alpha=0.15, label="±σ (per segment)")
+    what = "detected scores" if result.p_det is not None else "P-spline"
+    ax.plot(x, f, color="navy", linestyle="--", linewidth=1.8, label=f"{what} mean (λ={result.spline.lam:g})")
+    if result.p_det is not None:
+        ax.plot(x, result.p_det, color="purple", linewidth=1.5, label="p_det(x) (logistic P-spline)")
+    for i, cp in enumerate(result.change_points.distances):
+        ax.axvline(cp, color="tab:green", linestyle="-.", linewidth=1.2, label="change point" if i == 0 else None)
+    ax.axhline(result.y_t, color="sienna", linestyle=":", linewidth=1.2, label=f"y_t = {result.y_t:g}")
+    ax.axvline(result.pcd, color="red", linestyle=":", linewidth=2.0, label=f"PCD = {result.pcd:.1f} m")
+    ax.set_xlabel("distance (m)")
+    ax.set_ylabel("IoU × confidence")
+    ax.set_title(title)
+    ax.grid(True, linestyle="--", alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
 
 
 def main() -> None:

@@ -28,6 +28,7 @@ class ConfusionRunConfig(ConfusionConfig):
 
     plots: bool = True
     dpi: int = Field(100, ge=20, le=600)
+    """Unused since the heatmaps are SVG (vector, no resolution); kept so that configs naming it still load."""
     skip_bad: bool = False
     bag: dict[str, Any] = Field(default_factory=dict)
     """Topic names for bag input (fields of `perception_safety.io.bag.BagTopics`)."""
@@ -51,7 +52,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--config", type=Path, default=None, help="YAML file with a 'confusion' section")
     p.add_argument("--out", type=Path, required=True, help="output directory")
-    p.add_argument("--no-plots", action="store_true", help="skip the heatmap PNGs")
+    p.add_argument("--no-plots", action="store_true", help="skip the heatmap SVGs")
     p.add_argument("--skip-bad", action="store_true", help="skip (and count) malformed dataset lines")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_input_role_flags(p)
@@ -221,15 +222,15 @@ def run(args: argparse.Namespace) -> int:
     )
     write_csv(out / "confusion.csv", dc, cfg.empty_column, cfg.alpha)
     write_metrics_csv(out / "confusion_metrics.csv", rows)
-    n_png = 0
+    n_svg = 0
     if cfg.plots and not args.no_plots:
         from perception_safety.report.confusion_plots import plot_all
 
-        n_png = len(plot_all(dc, out, cfg.dpi, cfg.empty_column))
+        n_svg = len(plot_all(dc, out, cfg.empty_column))
     _print_summary(dc, rows, notes)
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
-    print(f"wrote {out / 'confusion.json'}, confusion.csv, confusion_metrics.csv and {n_png} PNG(s)")
+    print(f"wrote {out / 'confusion.json'}, confusion.csv, confusion_metrics.csv and {n_svg} SVG figure(s)")
     return 0
 
 

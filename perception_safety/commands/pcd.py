@@ -3,7 +3,7 @@
 Inputs: CSV ``distance_m,y[,group]`` (y as given); a JSON Lines dataset (``.jsonl``) or a rosbag2 bag directory
 (``samples.input``: raw = top score of the target's boxes incl. recorded sub-threshold candidates, the paper's
 input; thresholded = reported detections; auto = raw where candidates were recorded). Writes ``OUT/pcd.json``,
-``OUT/pcd_table.csv``, ``OUT/pcd_fit.png`` and ``OUT/pcd_surface.png``; warnings are printed and in the JSON.
+``OUT/pcd_table.csv``, ``OUT/pcd_fit.svg`` and ``OUT/pcd_surface.svg``; warnings are printed and in the JSON.
 """
 
 from __future__ import annotations
@@ -220,8 +220,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_plots:
         from perception_safety.report.pcd_plots import fits_figure, surfaces_figure
 
-        fits_figure(results, out / "pcd_fit.png")
-        surfaces_figure(results, out / "pcd_surface.png")
+        fits_figure(results, out / "pcd_fit.svg")
+        surfaces_figure(results, out / "pcd_surface.svg")
     width = max(len(lbl) for lbl in labels)
     level = f"{100 * cfg.bootstrap.level:g} % CI"
     print(

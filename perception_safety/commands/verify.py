@@ -1,7 +1,7 @@
 """``perception-safety verify``: the car–pedestrian Markov chain from confusion matrices, checked with Storm.
 
 Writes ``OUT/verification.json`` (list ``results`` of variant/true_env/spec/max_speed/initial_speed/
-probability), ``OUT/verification.csv``, ``OUT/verification.png`` (Fig. 8 style) and, when
+probability), ``OUT/verification.csv``, ``OUT/verification.svg`` (Fig. 8 style) and, when
 ``verification.export`` asks for it, the chains under ``OUT/chains/``.
 """
 
@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
                    help="extra Storm formula over the labels, e.g. 'late=P=? [F \"past_k\"]' (repeatable)")
     p.add_argument("--export", choices=("none", "drn", "prism", "both"), default=None,
                    help="also write the chains (overrides verification.export)")
-    p.add_argument("--no-plot", action="store_true", help="skip verification.png")
+    p.add_argument("--no-plot", action="store_true", help="skip verification.svg")
     p.add_argument("--out", type=Path, default=None, help="output directory (required unless --write-controller)")
     p.set_defaults(func=run)
 
@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
         from perception_safety.report.verification_plots import plot_satisfaction
 
         spec = cfg.plot.spec if cfg.plot.spec in sweep.specs else next(iter(sweep.specs))
-        plot_satisfaction(sweep.results, args.out / "verification.png", cfg.plot.true_env, spec, cfg.variants,
+        plot_satisfaction(sweep.results, args.out / "verification.svg", cfg.plot.true_env, spec, cfg.variants,
                           cfg.plot.log_scale)
-        written.append("verification.png")
+        written.append("verification.svg")
     n_states = max(c["n_states"] for c in sweep.chains)
     print(f"controller: {sweep_controller_name(cfg)}")
     print(f"{len(sweep.results)} probabilities from {len(sweep.chains)} chains (largest {n_states} states); "

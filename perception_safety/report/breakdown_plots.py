@@ -1,7 +1,7 @@
-"""Small multiples for breakdowns by condition: recall vs distance, PCD fits, and SG/RH/AC per condition value.
+"""Small multiples for breakdowns by condition, as SVG: recall vs distance, PCD fits, and SG/RH/AC per condition value.
 
 One panel per condition value on shared axes, so conditions compare at a glance; a value whose quantity could
-not be computed gets a panel that says so (never an empty axis). Matplotlib object API, Agg canvas.
+not be computed gets a panel that says so (never an empty axis).
 """
 
 from __future__ import annotations
@@ -10,101 +10,115 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.pcd.compute import PCDResult
-from perception_safety.report.figure_save import Margins, fixed_grid, save_figure
-from perception_safety.report.pcd_plots import draw_fit
-
-RECALL_MARGINS: Margins = (0.6, 0.15, 0.5, 0.55, 0.45, 0.75)
-PCD_MARGINS: Margins = (0.75, 0.15, 0.55, 0.55, 0.6, 0.8)
-
-
-def _not_computed(ax, title: str, why: str) -> None:
-    ax.set_title(title, fontsize=9)
-    # hide this panel's ticks only (set_yticks([]) would empty the axis the other panels share)
-    ax.tick_params(left=False, labelleft=False, bottom=False, labelbottom=False)
-    ax.text(0.5, 0.5, f"not computed:\n{why}", ha="center", va="center", fontsize=8, wrap=True, transform=ax.transAxes)
+from perception_safety.report.confusion_plots import draw_rates, rate_xlim
+from perception_safety.report.figure_save import REPORT_WIDTH, columns_for, save_svg
+from perception_safety.report.pcd_plots import draw_fit, fit_limits
+from perception_safety.report.svg.axes import Axes, Box, colour, limits, panel_grid, suptitle, union
+from perception_safety.report.svg.canvas import Canvas, FigureDataError, text_width
 
 
-def _save(fig: Figure, path: str | Path, dpi: int = 90) -> Path:
-    return save_figure(fig, path, dpi)  # drawn for the report: these figures exist for it
+def _grid(n: int, most_cols: int, height: float, left: float = 64, bottom: float = 50
+          ) -> tuple[float, float, list[Box], int]:
+    """Panels of one small-multiples figure `REPORT_WIDTH` wide: width, height, boxes and columns."""
+    cols = columns_for(n, most_cols)
+    panel_w = (REPORT_WIDTH - left - 15 - (cols - 1) * 22) / cols
+    w, h, boxes = panel_grid(n, cols, (panel_w, height), (left, 15, 58, bottom), (22, bottom + 34))
+    return w, h, boxes, cols
 
 
 def recall_small_multiples(
     per_value: Mapping[str, Sequence[ClassMetrics]], attribute: str, path: str | Path, alpha: float = 0.05
 ) -> Path:
-    """Recall per distance bin (bin centre) per class, one panel per condition value, with interval error bars."""
-    fig, axes = fixed_grid(len(per_value), 4, 3.3, 2.6, margins=RECALL_MARGINS)
-    for ax, (value, metrics) in zip(axes, per_value.items(), strict=False):
-        labels = list(dict.fromkeys(m.label for m in metrics if m.bin != "pooled"))
-        drawn = False
-        for i, label in enumerate(labels):
-            rows = [m for m in metrics if m.label == label and m.bin != "pooled" and m.recall is not None]
-            if not rows:
-                continue
-            x = np.array([(m.lo + m.hi) / 2 for m in rows])
-            y = np.array([m.recall for m in rows], dtype=float)
-            lo = np.array([m.recall_lower if m.recall_lower is not None else m.recall for m in rows], dtype=float)
-            hi = np.array([m.recall_upper if m.recall_upper is not None else m.recall for m in rows], dtype=float)
-            ax.errorbar(x, y, yerr=[y - lo, hi - y], fmt="-o", ms=3, capsize=2, color=f"C{i}", label=label)
-            drawn = True
-        if not drawn:
-            _not_computed(ax, f"{attribute} = {value}", "no ground-truth object\nof any class")
-            continue
-        ax.set_title(f"{attribute} = {value}", fontsize=9)
-        ax.set_ylim(-0.02, 1.02)
-        ax.set_xlabel("distance (m, bin centre)", fontsize=8)
-        ax.set_ylabel("recall", fontsize=8)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
+    """Recall per distance bin (bin centre) per class, one panel per condition value, with interval error bars
+    (hollow markers: thin bins); shared axes."""
     level = f"{100 * (1 - alpha):g} %"
-    fig.suptitle(f"Recall vs distance by {attribute} (error bars: {level} Clopper-Pearson)", fontsize=10, y=0.995,
-                 va="top")
-    return _save(fig, path)
+    title = f"Recall vs distance by {attribute} (error bars: {level} Clopper-Pearson)"
+    w, h, boxes, cols = _grid(len(per_value), 3, 190)
+    desc = "; ".join(f"{attribute} = {v}: " + ", ".join(f"recall '{m.label}' {m.recall:.2f} (n = {m.ground_truth})"
+                                                        for m in ms if m.bin == "pooled" and m.recall is not None)
+                     for v, ms in per_value.items())
+    canvas = Canvas(w, h, title, desc, Path(path).stem)
+    suptitle(canvas, title)
+    xlim = rate_xlim([m for ms in per_value.values() for m in ms], ("recall",))
+    for i, (box, (value, metrics)) in enumerate(zip(boxes, per_value.items(), strict=True)):
+        ax = Axes(canvas, box, xlim, (-0.02, 1.02))
+        n = sum(m.ground_truth for m in metrics if m.bin == "pooled" and m.recall is not None)
+        panel = f"{attribute} = {value} (n = {n} objects)"
+        if not draw_rates(ax, metrics, "recall"):
+            ax.note("not computed: no ground-truth object of any class")
+            canvas.text(box.x + box.w / 2, box.y - 8, panel, 12, weight="600")
+            continue
+        first = i % cols == 0
+        ax.frame(ylabels=first)
+        ax.labels("distance (m, bin centre)", "recall" if first else "", panel)
+        ax.legend()
+    return save_svg(canvas, path)
 
 
 def pcd_small_multiples(
     per_value: Mapping[str, PCDResult | str], attribute: str, target: str, path: str | Path
 ) -> Path:
-    """PCD fit (samples, spline, band, PCD line) of one target, one panel per value; a string = why not computed."""
-    fig, axes = fixed_grid(len(per_value), 3, 4.2, 3.2, margins=PCD_MARGINS)
-    for ax, (value, res) in zip(axes, per_value.items(), strict=False):
-        title = f"{attribute} = {value}"
+    """PCD fit (samples, spline, band, PCD line) of one target, one panel per value (shared y axis, the legend in
+    the first drawn panel); a string = why not computed."""
+    title = f"PCD of '{target}' by {attribute}: IoU × confidence vs distance (m), vermillion dotted line = PCD"
+    w, h, boxes, cols = _grid(len(per_value), 3, 230, left=70)
+    desc = "; ".join(f"{attribute} = {v}: " + (f"not computed: {r}" if isinstance(r, str) else
+                                               f"PCD {r.pcd:.1f} m, n = {r.x.size}") for v, r in per_value.items())
+    canvas = Canvas(w, h, title, desc, Path(path).stem)
+    suptitle(canvas, title)
+    fits = [r for r in per_value.values() if not isinstance(r, str)]
+    ylim = union([fit_limits(r)[1] for r in fits]) if fits else (0.0, 1.0)
+    for i, (box, (value, res)) in enumerate(zip(boxes, per_value.items(), strict=True)):
+        panel = f"{attribute} = {value}"
         if isinstance(res, str):
-            _not_computed(ax, title, res)
+            Axes(canvas, box, (0, 1), (0, 1)).note(f"not computed: {res}")
+            canvas.text(box.x + box.w / 2, box.y - 8, panel, 12, weight="600")
             continue
-        draw_fit(ax, res, f"{title}: PCD {res.pcd:.1f} m, n = {res.x.size}")
-        ax.title.set_fontsize(9)
-        leg = ax.get_legend()
-        if leg is not None:
-            leg.remove()
-    fig.suptitle(f"PCD of '{target}' by {attribute}: IoU × confidence vs distance (m), red line = PCD", fontsize=10,
-                 y=0.995, va="top")
-    return _save(fig, path)
+        try:
+            ax = Axes(canvas, box, fit_limits(res)[0], ylim)
+        except FigureDataError as exc:
+            Axes(canvas, box, (0, 1), (0, 1)).note(f"not drawn: {exc}")
+            continue
+        draw_fit(ax, res, f"{panel}: PCD {res.pcd:.1f} m, n = {res.x.size}", legend=res is fits[0],
+                 ylabels=i % cols == 0)
+    return save_svg(canvas, path)
 
 
 def returns_bars(per_value: Mapping[str, Mapping[str, Mapping[str, float]]], attribute: str, path: str | Path) -> Path:
-    """SG, RH, AC per condition value, one panel per scheme (E1, E2; per-frame averages)."""
+    """SG, RH, AC per condition value, one panel per scheme (E1, E2; per-frame averages); "n/a" where a value has no
+    figure."""
     schemes = [s for s in ("E1", "E2") if any(s in v for v in per_value.values())]
-    longest = max((len(str(v)) for v in per_value), default=1)  # x labels at 30 degrees: room for the longest
-    margins = (0.75, 0.15, 0.25 + 0.5 * longest * 8 * 0.6 / 72, 0.65, 0.8, 0.0)
-    fig, axes = fixed_grid(max(1, len(schemes)), 2, max(4.0, 0.9 * len(per_value) + 1.5), 3.4, sharey=False,
-                           margins=margins)
     values = list(per_value)
-    x = np.arange(len(values))
-    for ax, scheme in zip(axes, schemes, strict=False):
-        for i, key in enumerate(("SG", "RH", "AC")):
-            ys = [per_value[v].get(scheme, {}).get(key, np.nan) for v in values]
-            ax.bar(x + (i - 1) * 0.27, ys, width=0.27, label=key, color=f"C{i}")
-        ax.axhline(0, color="black", lw=0.8)
-        ax.set_xticks(x, values, rotation=30, ha="right", fontsize=8)
-        ax.set_title(f"{scheme}, averaged over frames", fontsize=9)
-        ax.set_ylabel("value (returns per frame)", fontsize=8)
-        ax.grid(axis="y", alpha=0.3)
-        ax.legend(fontsize=7)
+    below = 40 + 0.5 * max((text_width(str(v), 10) for v in values), default=10)  # x labels at 30 degrees
+    n = max(1, len(schemes))
+    panel_w = (REPORT_WIDTH - 75 - 15 - (n - 1) * 70) / n
+    w, h, boxes = panel_grid(n, 2, (panel_w, 260), (75, 15, 58, below), (70, 0))
+    title = f"SG / RH / AC by {attribute}"
+    canvas = Canvas(w, h, title, "Bars per value: SG, RH, AC (returns per frame, averaged over frames)",
+                    Path(path).stem)
+    suptitle(canvas, title)
     if not schemes:
-        _not_computed(axes[0], attribute, "no scheme computed")
-    fig.suptitle(f"SG / RH / AC by {attribute}", fontsize=10)
-    return _save(fig, path)
+        Axes(canvas, boxes[0], (0, 1), (0, 1)).note("not computed: no scheme computed")
+        return save_svg(canvas, path)
+    x = np.arange(len(values), dtype=float)
+    for box, scheme in zip(boxes, schemes, strict=True):
+        table = {k: np.array([per_value[v].get(scheme, {}).get(k, np.nan) for v in values], dtype=float)
+                 for k in ("SG", "RH", "AC")}
+        try:
+            ylim = limits(*table.values(), [0.0], what=f"SG / RH / AC by {attribute}, {scheme}")
+        except FigureDataError as exc:
+            Axes(canvas, box, (0, 1), (0, 1)).note(f"not drawn: {exc}")
+            continue
+        ax = Axes(canvas, box, (-0.6, len(values) - 0.4), ylim)
+        ax.frame(xticks=x, xtick_text=values, rotate=30)
+        for i, (key, ys) in enumerate(table.items()):
+            ax.bars(x + (i - 1) * 0.27, ys, 0.27, colour(i), key)
+            for xi in x[~np.isfinite(ys)]:
+                canvas.text(float(ax.x(xi + (i - 1) * 0.27)), float(ax.y(0.0)) - 4, "n/a", 8)
+        ax.hline(0.0, "#1b1f24", 0.8)
+        ax.labels("", "value (returns per frame)", f"{scheme}, averaged over frames", ylabel_gap=50)
+        ax.legend()
+    return save_svg(canvas, path)

@@ -1,57 +1,49 @@
-"""Heatmaps of distance-binned confusion matrices (seed paper Figs. 6-7): one PNG per bin and a grid.
+"""Heatmaps of distance-binned confusion matrices (seed paper Figs. 6-7) and rates vs distance, as SVG.
 
-Colour is the column-normalised ``P(pred | true)`` (eqs. 5, 8); each cell shows the count and the
-probability. Rows are predicted labels, columns true labels, ``empty`` last.
-Uses matplotlib's object API with the Agg canvas (no pyplot state, no display needed).
+Colour is the column-normalised ``P(pred | true)`` (eqs. 5, 8); each cell shows the count and the probability
+("n/a" and grey where the true label has no sample: the rate is undefined). Rows are predicted labels, columns true
+labels, ``empty`` last.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
 from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.confusion.types import DistanceConfusion, EmptyColumn, Kind, column_normalize
-from perception_safety.report.figure_save import REPORT_WIDTH, Margins, fixed_grid, save_figure
+from perception_safety.report.figure_save import REPORT_WIDTH, save_svg
+from perception_safety.report.svg.axes import Axes, Box, colour, limits, panel_grid, suptitle
+from perception_safety.report.svg.canvas import Canvas, text_width
+from perception_safety.report.svg.heatmap import BLUES, cell_labels, cells, colour_bar
 
 _TITLES = {"class": "class-labeled", "prop": "proposition-labeled"}
 
 
-def draw_matrix(
-    ax: Axes,
-    cm: np.ndarray,
-    labels: tuple[str, ...],
-    title: str,
-    empty_column: EmptyColumn = "zeros",
-    fontsize: float | None = None,
-):
-    """One heatmap: colour P(pred | true), text ``count`` and ``p`` per cell; returns the image.
-
-    ``fontsize`` of the cell text; default scales with the number of labels (readable up to 8 labels on a
-    panel of about 1 inch per label, see `plot_pages`).
-    """
+def matrix_texts(cm: np.ndarray, empty_column: EmptyColumn = "zeros") -> tuple[np.ndarray, list[list[str]]]:
+    """Colour values (P(pred | true); NaN where the column has no sample) and ``count\\nrate`` texts of a matrix."""
     p = column_normalize(cm, empty_column)
-    im = ax.imshow(p, cmap="Blues", vmin=0.0, vmax=1.0)
-    n = len(labels)
-    tick = 9 if n <= 4 else 8
-    ax.set_xticks(range(n), labels, fontsize=tick, rotation=30 if n > 3 else 0)
-    ax.set_yticks(range(n), labels, fontsize=tick)
-    ax.set_xlabel("true", fontsize=9)
-    ax.set_ylabel("predicted", fontsize=9)
-    ax.set_title(title, fontsize=10)
-    small = fontsize or (5 if n > 6 else 7)
     column_n = cm.sum(axis=0)
-    for i in range(n):
-        for j in range(n):
-            color = "white" if p[i, j] > 0.6 else "black"
-            rate = f"{p[i, j]:.2f}" if column_n[j] > 0 else "n/a"  # no sample of this true label: undefined
-            ax.text(j, i, f"{int(cm[i, j])}\n{rate}", ha="center", va="center", fontsize=small, color=color)
-    return im
+    shown = np.where(column_n[None, :] > 0, p, np.nan)
+    texts = [[f"{int(cm[i, j])}\n{p[i, j]:.2f}" if column_n[j] > 0 else f"{int(cm[i, j])}\nn/a"
+              for j in range(cm.shape[1])] for i in range(cm.shape[0])]
+    return shown, texts
+
+
+def draw_matrix(canvas: Canvas, box: Box, cm: np.ndarray, labels: tuple[str, ...], title: str,
+                empty_column: EmptyColumn = "zeros", size: float | None = None) -> None:
+    """One heatmap in ``box``: colour P(pred | true), text ``count`` and ``p`` per cell, labels, title."""
+    n = len(labels)
+    shown, texts = matrix_texts(np.asarray(cm), empty_column)
+    cells(canvas, box, shown, texts, BLUES, 0.0, 1.0, size or (12 if n <= 3 else 11 if n <= 4 else 9))
+    rotate = 30.0 if n > 3 else 0.0
+    cell_labels(canvas, box, labels, labels, 10.0, rotate)
+    below = 22 + (0.5 * max(text_width(t, 10) for t in labels) if rotate else 0)
+    canvas.text(box.x + box.w / 2, box.bottom + below, "true", 11, valign="top")
+    canvas.text(box.x - 12 - max(text_width(t, 10) for t in labels), box.y + box.h / 2, "predicted", 11, rotate=-90)
+    canvas.text(box.x + box.w / 2, box.y - 8, title, 12, weight="600")
 
 
 def bins_with_objects(dc: DistanceConfusion, kind: Kind) -> list[int]:
@@ -60,17 +52,41 @@ def bins_with_objects(dc: DistanceConfusion, kind: Kind) -> list[int]:
     return [k for k in range(dc.n_bins) if int(cms[k][:, :-1].sum()) > 0]
 
 
+def _matrices_figure(dc: DistanceConfusion, kind: Kind, panels: Sequence[int | None], cols: int, path: Path,
+                     title: str, empty_column: EmptyColumn, side: float | None = None) -> Path:
+    """Heatmaps of ``panels`` (bin index, None = pooled) on ``cols`` columns with one colour bar on the right."""
+    labels = dc.labels(kind)
+    n = len(labels)
+    side = side or min(340.0, max(220.0, 80.0 * n))
+    label_w = max(text_width(t, 10) for t in labels)
+    below = 50 + (0.5 * label_w if n > 3 else 0)
+    top = 34 + (28 if title else 0)
+    w, h, boxes = panel_grid(len(panels), cols, (side, side), (label_w + 40, 110, top, below),
+                             (label_w + 60, below + 34))
+    desc = (f"{_TITLES[kind]} confusion matrices, rows predicted, columns true; each cell: count and P(pred | true) "
+            "(colour); grey 'n/a': no sample of that true label")
+    canvas = Canvas(w, h, title or f"{_TITLES[kind]} confusion matrices", desc, path.stem)
+    if title:
+        suptitle(canvas, title)
+    for box, k in zip(boxes, panels, strict=True):
+        cm = dc.counts(kind, pooled=True) if k is None else dc.counts(kind)[k]
+        draw_matrix(canvas, box, cm, labels, _bin_title(dc, kind, k), empty_column)
+    bar_h = min(h - top - below, 2 * side)
+    colour_bar(canvas, Box(w - 80, top + (h - top - below - bar_h) / 2, 16, bar_h), BLUES, 0.0, 1.0,
+               "P(pred | true)")
+    return save_svg(canvas, path)
+
+
 def plot_pages(
     dc: DistanceConfusion,
     kind: Kind,
     out_dir: str | Path,
     per_page: int = 4,
-    dpi: int = 100,
     empty_column: EmptyColumn = "zeros",
 ) -> tuple[list[Path], list[int]]:
     """Readable pages of 2 x 2 large panels: every bin with ground-truth objects, then the pooled matrix.
 
-    Returns the PNG paths ``{kind}_cm_page{i}.png`` and the bins left out because they hold no object
+    Returns the SVG paths ``{kind}_cm_page{i}.svg`` and the bins left out because they hold no object
     (their matrices would only count empty frames; the caller names them instead of drawing empty grids).
     """
     out = Path(out_dir)
@@ -78,66 +94,12 @@ def plot_pages(
     drawn = bins_with_objects(dc, kind)
     skipped = [k for k in range(dc.n_bins) if k not in drawn]
     panels: list[int | None] = [*drawn, None]
-    n = len(dc.labels(kind))
-    size = 1.3 + 0.95 * n
-    cell_font = 11 if n <= 3 else 10 if n <= 4 else 8
     paths = []
     for page, start in enumerate(range(0, len(panels), per_page)):
         chunk = panels[start : start + per_page]
-        cols = min(2, len(chunk))
-        rows = math.ceil(len(chunk) / cols)
-        fig = Figure(figsize=(cols * size + 1.2, rows * size + 0.4))
-        _fixed_margins(fig, rows, cols, n)
-        _draw_panels(fig, dc, kind, chunk, rows, cols, empty_column, cell_font, shrink=0.7, bar_right_in=0.95)
-        paths.append(_save(fig, out / f"{kind}_cm_page{page + 1}.png", dpi, REPORT_WIDTH))
+        paths.append(_matrices_figure(dc, kind, chunk, min(2, len(chunk)), out / f"{kind}_cm_page{page + 1}.svg", "",
+                                      empty_column))
     return paths, skipped
-
-
-def _fixed_margins(fig: Figure, rows: int, cols: int, n: int) -> None:
-    """Room for the tick labels (rotated past 3 labels), axis labels, titles and the colour bar, in inches: a fixed
-    layout costs no layout pass, which costs as much as drawing the page."""
-    width, height = fig.get_size_inches()
-    left, right, bottom, top, between_cols, between_rows = 0.9, 1.25, 0.75 if n <= 3 else 0.95, 0.35, 0.95, 0.85
-    bottom_room = bottom + (rows - 1) * (between_rows + (0.2 if n > 3 else 0.0))
-    panel_w = (width - left - right - (cols - 1) * between_cols) / cols
-    panel_h = (height - bottom_room - top) / rows
-    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
-                        wspace=between_cols / panel_w, hspace=(bottom_room - bottom) / max(rows - 1, 1) / panel_h)
-
-
-def _draw_panels(
-    fig: Figure,
-    dc: DistanceConfusion,
-    kind: Kind,
-    panels: list[int | None],
-    rows: int,
-    cols: int,
-    empty_column: EmptyColumn,
-    fontsize: float | None,
-    shrink: float,
-    bar_right_in: float | None = None,
-) -> None:
-    """One heatmap per panel (bin index, None = pooled) on a rows x cols grid, unused axes off, one colour bar
-    (``bar_right_in``: in its own axes that far from the right edge, for a fixed layout)."""
-    axes = fig.subplots(rows, cols, squeeze=False)
-    im = None
-    for idx, ax in enumerate(axes.flat):
-        if idx >= len(panels):
-            ax.set_axis_off()
-            continue
-        k = panels[idx]
-        cm = dc.counts(kind, pooled=True) if k is None else dc.counts(kind)[k]
-        im = draw_matrix(ax, cm, dc.labels(kind), _bin_title(dc, kind, k), empty_column, fontsize)
-    if im is None:
-        return
-    if bar_right_in is None:
-        fig.colorbar(im, ax=axes, label="P(pred | true)", shrink=shrink)
-        return
-    width = fig.get_size_inches()[0]
-    sp = fig.subplotpars
-    tall = (sp.top - sp.bottom) * shrink
-    cax = fig.add_axes((1 - bar_right_in / width, sp.bottom + (sp.top - sp.bottom - tall) / 2, 0.18 / width, tall))
-    fig.colorbar(im, cax=cax, label="P(pred | true)")
 
 
 def _bin_title(dc: DistanceConfusion, kind: Kind, k: int | None) -> str:
@@ -148,95 +110,87 @@ def _bin_title(dc: DistanceConfusion, kind: Kind, k: int | None) -> str:
     return f"{_TITLES[kind]}, [{lo:g}, {hi:g}) m"
 
 
-def _save(fig: Figure, path: Path, dpi: int, width_px: int | None = None) -> Path:
-    """``width_px``: drawn for the report (`figure_save`); None: the ``confusion`` command's files, at ``dpi``."""
-    return save_figure(fig, path, dpi, width_px)
+def plot_bin(dc: DistanceConfusion, kind: Kind, k: int | None, path: str | Path,
+             empty_column: EmptyColumn = "zeros") -> Path:
+    """Heatmap of bin ``k`` (``None`` = pooled) of one matrix type, saved as SVG."""
+    return _matrices_figure(dc, kind, [k], 1, Path(path), "", empty_column)
 
 
-def plot_bin(
-    dc: DistanceConfusion,
-    kind: Kind,
-    k: int | None,
-    path: str | Path,
-    dpi: int = 100,
-    empty_column: EmptyColumn = "zeros",
-) -> Path:
-    """Heatmap of bin ``k`` (``None`` = pooled) of one matrix type, saved as PNG."""
-    n = len(dc.labels(kind))
-    size = 2.2 + 0.75 * n
-    fig = Figure(figsize=(size + 1.0, size), layout="constrained")
-    ax = fig.add_subplot()
-    cm = dc.counts(kind, pooled=k is None) if k is None else dc.counts(kind)[k]
-    im = draw_matrix(ax, cm, dc.labels(kind), _bin_title(dc, kind, k), empty_column)
-    fig.colorbar(im, ax=ax, label="P(pred | true)", shrink=0.8)
-    return _save(fig, Path(path), dpi)
-
-
-def plot_grid(
-    dc: DistanceConfusion, kind: Kind, path: str | Path, dpi: int = 90, empty_column: EmptyColumn = "zeros"
-) -> Path:
+def plot_grid(dc: DistanceConfusion, kind: Kind, path: str | Path, empty_column: EmptyColumn = "zeros") -> Path:
     """All bins of one matrix type, plus the pooled matrix, in one figure."""
     panels: list[int | None] = [*range(dc.n_bins), None]
-    cols = min(4, len(panels))
-    rows = math.ceil(len(panels) / cols)
-    n = len(dc.labels(kind))
-    size = 1.6 + 0.6 * n
-    fig = Figure(figsize=(cols * size + 1.0, rows * size), layout="constrained")
-    _draw_panels(fig, dc, kind, panels, rows, cols, empty_column, None, shrink=0.6)
-    fig.suptitle(f"{_TITLES[kind]} confusion matrices by distance (rows predicted, columns true)")
-    return _save(fig, Path(path), dpi)
+    title = f"{_TITLES[kind]} confusion matrices by distance (rows predicted, columns true)"
+    return _matrices_figure(dc, kind, panels, min(4, len(panels)), Path(path), title, empty_column,
+                            min(300.0, max(200.0, 60.0 * len(dc.labels(kind)))))
 
 
-def plot_all(
-    dc: DistanceConfusion, out_dir: str | Path, dpi: int = 100, empty_column: EmptyColumn = "zeros"
-) -> list[Path]:
-    """Per-bin PNGs ``{kind}_cm_bin{k:02d}.png``, ``{kind}_cm_pooled.png`` and ``{kind}_cm_grid.png``."""
+def plot_all(dc: DistanceConfusion, out_dir: str | Path, empty_column: EmptyColumn = "zeros") -> list[Path]:
+    """Per-bin SVGs ``{kind}_cm_bin{k:02d}.svg``, ``{kind}_cm_pooled.svg`` and ``{kind}_cm_grid.svg``."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for kind in ("class", "prop"):
         for k in range(dc.n_bins):
-            paths.append(plot_bin(dc, kind, k, out / f"{kind}_cm_bin{k:02d}.png", dpi, empty_column))
-        paths.append(plot_bin(dc, kind, None, out / f"{kind}_cm_pooled.png", dpi, empty_column))
-        paths.append(plot_grid(dc, kind, out / f"{kind}_cm_grid.png", dpi, empty_column))
+            paths.append(plot_bin(dc, kind, k, out / f"{kind}_cm_bin{k:02d}.svg", empty_column))
+        paths.append(plot_bin(dc, kind, None, out / f"{kind}_cm_pooled.svg", empty_column))
+        paths.append(plot_grid(dc, kind, out / f"{kind}_cm_grid.svg", empty_column))
     return paths
 
 
-RATES_MARGINS: Margins = (0.65, 0.15, 0.5, 0.3, 0.2, 0.0)
-"""`plot_rates`: tick labels and "rate" on the left, the distance label below, the panel titles above (inches)."""
+def draw_rates(ax: Axes, metrics: Sequence[ClassMetrics], rate: str, pooled: bool = False) -> bool:
+    """``rate`` (recall or precision) per distance bin (bin centre) per class with its interval as error bars,
+    hollow markers on thin bins; ``pooled``: each class's pooled value as a dotted line. False: nothing defined."""
+    drawn = False
+    for i, label in enumerate(dict.fromkeys(m.label for m in metrics if m.bin != "pooled")):
+        c = colour(i)
+        rows = [m for m in metrics if m.label == label and m.bin != "pooled" and getattr(m, rate) is not None]
+        if rows:
+            x = np.array([(m.lo + m.hi) / 2 for m in rows])
+            y = np.array([getattr(m, rate) for m in rows], dtype=float)
+            lo = np.array([_or(getattr(m, f"{rate}_lower"), v) for m, v in zip(rows, y, strict=True)])
+            hi = np.array([_or(getattr(m, f"{rate}_upper"), v) for m, v in zip(rows, y, strict=True)])
+            thin = np.array([m.thin for m in rows], dtype=bool)
+            ax.errorbars(x, lo, hi, c)
+            ax.line(x, y, c, 1.6, label=label)
+            ax.scatter(x[~thin], y[~thin], c, 3.5)
+            ax.scatter(x[thin], y[thin], c, 3.5, hollow=True)
+            drawn = True
+        for m in metrics:
+            if pooled and m.label == label and m.bin == "pooled" and getattr(m, rate) is not None:
+                ax.hline(getattr(m, rate), c, 1.2, "2 3")
+    return drawn
 
 
-def plot_rates(metrics: Sequence[ClassMetrics], path: str | Path, alpha: float = 0.05, dpi: int = 100) -> Path:
+def _or(value: float | None, default: float) -> float:
+    return default if value is None else float(value)
+
+
+def rate_xlim(metrics: Sequence[ClassMetrics], rates: Sequence[str] = ("recall", "precision")) -> tuple[float, float]:
+    """Distance range of the centres of the bins where one of ``rates`` is defined (axes shared by several panels);
+    (0, 1) when none is."""
+    centres = [(m.lo + m.hi) / 2 for m in metrics
+               if m.bin != "pooled" and any(getattr(m, r) is not None for r in rates)]
+    return limits(centres, what="rates vs distance") if centres else (0.0, 1.0)
+
+
+def plot_rates(metrics: Sequence[ClassMetrics], path: str | Path, alpha: float = 0.05) -> Path:
     """Recall and precision vs distance per class with Clopper-Pearson error bars; hollow markers = thin bins.
 
     The pooled value of each class is a dotted horizontal line; undefined rates (no samples) are not drawn.
     """
-    fig, axes = fixed_grid(2, 2, 5.0, 3.3, margins=RATES_MARGINS)  # 10 x 3.8 in, no layout pass
-    labels = list(dict.fromkeys(m.label for m in metrics))
-    for ax, rate in zip(axes, ("recall", "precision"), strict=True):
-        for i, label in enumerate(labels):
-            color = f"C{i}"
-            rows = [m for m in metrics if m.label == label and m.bin != "pooled" and getattr(m, rate) is not None]
-            x = np.array([(m.lo + m.hi) / 2 for m in rows])
-            y = np.array([getattr(m, rate) for m in rows], dtype=float)
-            lo = np.array([getattr(m, f"{rate}_lower") for m in rows], dtype=float)
-            hi = np.array([getattr(m, f"{rate}_upper") for m in rows], dtype=float)
-            thin = np.array([m.thin for m in rows], dtype=bool)
-            if len(rows):
-                ax.errorbar(x, y, yerr=[y - lo, hi - y], color=color, capsize=3, label=label, fmt="-")
-                ax.plot(x[~thin], y[~thin], "o", color=color)
-                ax.plot(x[thin], y[thin], "o", mfc="white", color=color)
-            pooled = [m for m in metrics if m.label == label and m.bin == "pooled" and getattr(m, rate) is not None]
-            for m in pooled:
-                ax.axhline(getattr(m, rate), color=color, ls=":", lw=1)
-        if not ax.lines and not ax.collections:  # never an empty axis: say why instead
-            ax.text(0.5, 0.5, f"not computed:\nno {rate} is defined\n(no samples in any bin)", ha="center",
-                    va="center", transform=ax.transAxes, fontsize=9)
-        ax.set_xlabel("distance (m, bin centre)")
-        ax.set_title(f"{rate} per bin, {100 * (1 - alpha):g} % Clopper-Pearson", fontsize=9)
-        ax.set_ylim(-0.02, 1.02)
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("rate")
-    if axes[0].get_legend_handles_labels()[0]:
-        axes[0].legend(fontsize=8, title="class (hollow: thin bin; dotted: pooled)", title_fontsize=7)
-    return _save(fig, Path(path), dpi, REPORT_WIDTH)
+    w, h, boxes = panel_grid(2, 2, ((REPORT_WIDTH - 70 - 15 - 24) / 2, 330), (70, 15, 30, 50), (24, 0))
+    level = f"{100 * (1 - alpha):g} %"
+    canvas = Canvas(w, h, f"Recall and precision vs distance per class ({level} Clopper-Pearson error bars)",
+                    "Hollow markers: thin bins; dotted lines: pooled value of each class", Path(path).stem)
+    xlim = rate_xlim(metrics)
+    for i, (box, rate) in enumerate(zip(boxes, ("recall", "precision"), strict=True)):
+        ax = Axes(canvas, box, xlim, (-0.02, 1.02))
+        if not draw_rates(ax, metrics, rate, pooled=True):
+            ax.note(f"not computed: no {rate} is defined (no samples in any bin)")
+            continue
+        ax.frame(ylabels=i == 0)
+        ax.labels("distance (m, bin centre)", "rate" if i == 0 else "", f"{rate} per bin, {level} Clopper-Pearson")
+        if i == 0:
+            ax.legend(title="class (hollow: thin bin; dotted: pooled)")
+    return save_svg(canvas, path)
+

@@ -1,7 +1,8 @@
 """A single self-contained HTML report: summary first, one section per analysis, config and inputs last.
 
-Figures are embedded as base64 PNG data URIs and the style sheet is inline, so the file opens
-offline anywhere. Every number is written with its unit and, where it has one, its sample count.
+Figures are inline SVG (the project's own, `report/svg`) or base64 PNG data URIs, and the style sheet is
+inline, so the file opens offline anywhere.
+Every number is written with its unit and, where it has one, its sample count.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ td.bad{background:#ffebe9;font-weight:600}td.na{background:#fff8c5}
 table{border-collapse:collapse;margin:.8em 0;font-size:.9em}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:right}
 th{background:#f6f8fa}td:first-child,th:first-child{text-align:left}
-img{max-width:100%;border:1px solid #d0d7de;margin:.5em 0}
+img,svg.fig{max-width:100%;border:1px solid #d0d7de;margin:.5em 0}svg.fig{height:auto;display:block}
 pre{background:#f6f8fa;padding:1em;overflow:auto;font-size:.85em}
 .note{color:#57606a;font-size:.9em}.warn{color:#9a6700}
 .prov{color:#57606a;font-size:.85em;font-family:ui-monospace,monospace;margin:.3em 0 1em}
@@ -69,7 +70,7 @@ class Metric:
 
 @dataclass
 class Section:
-    """One analysis: paragraphs, tables (header + rows) and PNG figures, in insertion order."""
+    """One analysis: paragraphs, tables (header + rows) and figures (SVG text or PNG bytes), in insertion order."""
 
     title: str
     blocks: list[tuple[str, Any]] = field(default_factory=list)
@@ -82,8 +83,9 @@ class Section:
         self.blocks.append(("table", (list(header), [list(r) for r in rows], caption)))
         return self
 
-    def figure(self, png: bytes, caption: str = "") -> Section:
-        self.blocks.append(("figure", (compact_png(png), caption)))
+    def figure(self, image: bytes | str, caption: str = "") -> Section:
+        """A figure: SVG markup from `report.svg` (inlined as it is) or PNG bytes (made compact, `compact_png`)."""
+        self.blocks.append(("figure", (image if isinstance(image, str) else compact_png(image), caption)))
         return self
 
     def html(self, markup: str) -> Section:
@@ -165,9 +167,12 @@ def _blocks_html(s: Section) -> list[str]:
         elif kind == "html":
             out.append(payload)
         else:
-            png, caption = payload
-            data = base64.b64encode(png).decode("ascii")
-            out.append(f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>")
+            image, caption = payload
+            if isinstance(image, str):  # SVG markup of this package: its <title>/<desc> name it for screen readers
+                out.append(f"<figure>{image}")
+            else:
+                data = base64.b64encode(image).decode("ascii")
+                out.append(f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>")
             if caption:
                 out.append(f"<figcaption class='note'>{html.escape(caption)}</figcaption>")
             out.append("</figure>")

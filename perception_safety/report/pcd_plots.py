@@ -1,7 +1,6 @@
-"""PCD figures: samples with spline, ±sigma band, change points and PCD (paper Fig. 3–5); PCD surface (Fig. 6).
+"""PCD figures as SVG: samples with spline, ±sigma band, change points and PCD (paper Fig. 3–5); PCD surface (Fig. 6).
 
 Several inputs are drawn side by side in one figure so conditions (clear vs rain) or detectors compare directly.
-Uses matplotlib's object API with the Agg canvas (no pyplot state, no display needed).
 """
 
 from __future__ import annotations
@@ -10,95 +9,112 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
 from perception_safety.evaluation.pcd.compute import PCDResult
-from perception_safety.report.figure_save import Margins, fixed_grid, save_figure
+from perception_safety.report.figure_save import REPORT_WIDTH, save_svg
+from perception_safety.report.svg.axes import Axes, Box, limits, panel_grid, union
+from perception_safety.report.svg.canvas import Canvas, FigureDataError
+from perception_safety.report.svg.heatmap import VIRIDIS, cell_labels, cells, colour_bar
+
+SAMPLE, MISSED, BAND, MEAN = "#e69f00", "#6e7781", "#0072b2", "#1f3b73"
+P_DET, CHANGE, Y_T, PCD_LINE = "#7b3294", "#009e73", "#8c510a", "#d55e00"
+"""Colours of the fit's parts: orange samples, blue band and mean, purple p_det, green change points, vermillion
+PCD (blue/orange/vermillion/green stay apart with every common colour-vision deficiency; lines also differ in dash)."""
 
 
-def draw_fit(ax: Axes, result: PCDResult, title: str = "") -> None:
-    """Scatter of y vs distance, P-spline mean, ±sigma band, change points and the PCD at (y_t, p_t).
-
-    Hurdle model: zeros drawn apart, the mean/band are the detected scores' and ``p_det(x)`` is drawn too;
-    with a bootstrap interval the PCD's interval is shaded.
-    """
-    x, f, s = result.x, result.fitted, result.sigma
-    hit = result.y > 0 if result.p_det is not None else np.ones(x.size, dtype=bool)
-    ax.scatter(x[hit], result.y[hit], s=8, alpha=0.45, color="tab:orange", label="IoU × confidence", rasterized=True)
-    if not hit.all():
-        ax.scatter(x[~hit], result.y[~hit], s=8, alpha=0.3, color="grey", marker="|", label="missed (y = 0)")
-    ax.fill_between(x, f - s, f + s, color="tab:blue", alpha=0.15, label="±σ (per segment)")
-    what = "detected scores" if result.p_det is not None else "P-spline"
-    ax.plot(x, f, color="navy", linestyle="--", linewidth=1.8, label=f"{what} mean (λ={result.spline.lam:g})")
+def fit_limits(result: PCDResult) -> tuple[tuple[float, float], tuple[float, float]]:
+    """The x (distance) and y ranges `draw_fit` needs: samples, band, p_det, PCD, change points, its interval."""
+    ci = list(result.interval.pcd_ci) if result.interval is not None else []
+    xlim = limits(result.x, [result.pcd], list(result.change_points.distances), ci, what="PCD fit (distance)")
+    curves = [result.y, result.fitted - result.sigma, result.fitted + result.sigma, [result.y_t]]
     if result.p_det is not None:
-        ax.plot(x, result.p_det, color="purple", linewidth=1.5, label="p_det(x) (logistic P-spline)")
+        curves.append(result.p_det)
+    return xlim, limits(*curves, what="PCD fit (IoU × confidence)")
+
+
+def draw_fit(ax: Axes, result: PCDResult, title: str = "", legend: bool = True, ylabels: bool = True) -> None:
+    """Samples of y vs distance, P-spline mean, ±sigma band, change points and the PCD at (y_t, p_t).
+
+    Hurdle model: zeros drawn apart (ticks at y = 0), the mean/band are the detected scores' and ``p_det(x)`` is
+    drawn too; with a bootstrap interval the PCD's interval is shaded.
+    """
+    order = np.argsort(result.x, kind="stable")
+    x, y, f, s = result.x[order], result.y[order], result.fitted[order], result.sigma[order]
     if result.interval is not None:
         lo, hi = result.interval.pcd_ci
         level = f"{100 * result.interval.level:g} %"
-        ax.axvspan(lo, hi, color="red", alpha=0.1, label=f"PCD {level} CI [{lo:.1f}, {hi:.1f}]")
-    for i, cp in enumerate(result.change_points.distances):
-        ax.axvline(cp, color="tab:green", linestyle="-.", linewidth=1.2, label="change point" if i == 0 else None)
-    ax.axhline(result.y_t, color="sienna", linestyle=":", linewidth=1.2, label=f"y_t = {result.y_t:g}")
-    ax.axvline(
-        result.pcd, color="red", linestyle=":", linewidth=2.0, label=f"PCD = {result.pcd:.1f} m (p_t = {result.p_t:g})"
-    )
-    ax.set_xlabel("distance (m)")
-    ax.set_ylabel("IoU × confidence")
-    ax.set_title(title or f"PCD ({result.method}, {result.model})")
-    ax.grid(True, linestyle="--", alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
-
-
-def draw_surface(ax: Axes, result: PCDResult, title: str = "", vmax: float | None = None):
-    """Heatmap of PCD over the grid (rows y_t, columns p_t) with each cell's value written in it."""
-    grid = result.grid
-    im = ax.imshow(grid, origin="lower", cmap="viridis", aspect="auto", vmin=0.0, vmax=vmax)
-    ax.set_xticks(range(len(result.grid_p_t)), [f"{v:g}" for v in result.grid_p_t], fontsize=7)
-    ax.set_yticks(range(len(result.grid_y_t)), [f"{v:g}" for v in result.grid_y_t], fontsize=7)
-    ax.set_xlabel("p_t")
-    ax.set_ylabel("y_t")
-    ax.set_title(title or f"PCD surface, mPCD = {result.mpcd:.1f} m")
-    top = vmax if vmax is not None else float(np.max(grid)) or 1.0
-    for i in range(grid.shape[0]):
-        for j in range(grid.shape[1]):
-            val = grid[i, j]
-            ax.text(
-                j, i, f"{val:.0f}", ha="center", va="center", fontsize=6, color="white" if val < 0.6 * top else "black"
-            )
-    return im
-
-
-def _save(fig: Figure, path: str | Path, width_px: int | None) -> Path:
-    return save_figure(fig, path, 110, width_px)
-
-
-FIT_MARGINS: Margins = (0.75, 0.15, 0.55, 0.35, 0.3, 0.0)
-"""`fits_figure`: tick labels and the y label left, the distance label below, the panel titles above (inches)."""
-SURFACE_MARGINS: Margins = (0.65, 0.15, 0.55, 0.35, 0.6, 0.0)
-"""`surfaces_figure`: as `FIT_MARGINS`; each panel's colour bar takes its room from the panel."""
+        ax.vspan(lo, hi, PCD_LINE, 0.1, f"PCD {level} CI [{lo:.1f}, {hi:.1f}]")
+    ax.band(x, f - s, f + s, BAND, 0.18, "±σ (per segment)")
+    hit = y > 0 if result.p_det is not None else np.ones(x.size, dtype=bool)
+    ax.scatter(x[hit], y[hit], SAMPLE, 2.5, 0.6, label="IoU × confidence")
+    if not hit.all():
+        ax.scatter(x[~hit], y[~hit], MISSED, 3.0, 0.5, "bar", label="missed (y = 0)")
+    what = "detected scores" if result.p_det is not None else "P-spline"
+    ax.line(x, f, MEAN, 2.0, "6 3", f"{what} mean (λ={result.spline.lam:g})")
+    if result.p_det is not None:
+        ax.line(x, result.p_det[order], P_DET, 1.6, label="p_det(x) (logistic P-spline)")
+    for cp in result.change_points.distances:
+        ax.vline(cp, CHANGE, 1.4, "8 3 2 3", "change point")
+    ax.hline(result.y_t, Y_T, 1.3, "2 2", f"y_t = {result.y_t:g}")
+    ax.vline(result.pcd, PCD_LINE, 2.2, "3 2", f"PCD = {result.pcd:.1f} m (p_t = {result.p_t:g})")
+    ax.frame(ylabels=ylabels)
+    ax.labels("distance (m)", "IoU × confidence" if ylabels else "", title or f"PCD ({result.method}, {result.model})")
+    if legend:
+        ax.legend()
 
 
 def fits_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path, width_px: int | None = None) -> Path:
-    """One panel per input (side by side, shared y axis) with `draw_fit`; writes a PNG (``width_px``: drawn for
-    the report, `figure_save`)."""
+    """One panel per input (side by side, shared y axis) with `draw_fit`; writes an SVG (``width_px``: the width
+    drawn for, default `REPORT_WIDTH` or 480 px per panel if wider)."""
     k = max(1, len(results))
-    fig, axes = fixed_grid(k, k, 6.0, 4.0, margins=FIT_MARGINS)  # 6k x 4.5 in, no layout pass
-    for ax, (label, res) in zip(axes, results, strict=False):
-        draw_fit(ax, res, f"{label} ({res.model}): {len(res.change_points.distances)} change point(s)")
-    return _save(fig, path, width_px)
+    width = max(width_px or REPORT_WIDTH, 480 * k)
+    panel_w = (width - 70 - 15 - (k - 1) * 20) / k
+    w, h, boxes = panel_grid(k, k, (panel_w, 400), (70, 15, 34, 50), (20, 0))
+    desc = "; ".join(f"{label}: PCD {r.pcd:.1f} m, {r.x.size} samples" for label, r in results)
+    canvas = Canvas(w, h, "PCD fit: IoU × confidence vs distance per input", desc, Path(path).stem)
+    if not results:
+        Axes(canvas, boxes[0], (0, 1), (0, 1)).note("not computed: no PCD result to draw")
+        return save_svg(canvas, path)
+    ylim = union([fit_limits(r)[1] for _, r in results])
+    for i, (box, (label, res)) in enumerate(zip(boxes, results, strict=False)):
+        title = f"{label} ({res.model}): {len(res.change_points.distances)} change point(s)"
+        try:
+            ax = Axes(canvas, box, fit_limits(res)[0], ylim)
+        except FigureDataError as exc:
+            Axes(canvas, box, (0, 1), (0, 1)).note(f"not drawn: {exc}")
+            continue
+        draw_fit(ax, res, title, ylabels=i == 0)
+    return save_svg(canvas, path)
+
+
+def draw_surface(canvas: Canvas, box: Box, result: PCDResult, title: str = "", vmax: float | None = None) -> None:
+    """Heatmap of PCD over the grid (rows y_t, largest on top; columns p_t), each cell's value written in it, and
+    its colour bar right of ``box``."""
+    grid = np.asarray(result.grid, dtype=float)
+    finite = grid[np.isfinite(grid)]
+    top = vmax if vmax is not None else (float(finite.max()) if finite.size else 0.0) or 1.0
+    shown = grid[::-1]
+    texts = [[f"{v:.0f}" if np.isfinite(v) else "n/a" for v in row] for row in shown.tolist()]
+    cells(canvas, box, shown, texts, VIRIDIS, 0.0, top, 9.0)
+    cell_labels(canvas, box, [f"{v:g}" for v in result.grid_p_t], [f"{v:g}" for v in result.grid_y_t][::-1], 9.0)
+    canvas.text(box.x + box.w / 2, box.bottom + 32, "p_t", 11, valign="top")
+    canvas.text(box.x - 36, box.y + box.h / 2, "y_t", 11, rotate=-90)
+    canvas.text(box.x + box.w / 2, box.y - 8, title or f"PCD surface, mPCD = {result.mpcd:.1f} m", 12, weight="600")
+    colour_bar(canvas, Box(box.right + 12, box.y, 14, box.h), VIRIDIS, 0.0, top, "PCD (m)")
 
 
 def surfaces_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path, width_px: int | None = None
                     ) -> Path:
-    """One PCD-surface heatmap per input, each with its own colour bar (ranges may differ a lot); writes a PNG
-    (``width_px``: drawn for the report, `figure_save`)."""
+    """One PCD-surface heatmap per input, each with its own colour bar (ranges may differ a lot); writes an SVG."""
     k = max(1, len(results))
-    fig, axes = fixed_grid(k, k, 5.6, 4.0, sharey=False, margins=SURFACE_MARGINS)  # 5.6k x 4.5 in
-    for ax, (label, res) in zip(axes, results, strict=False):
-        ci = ""
-        if res.interval is not None:
-            ci = " [{:.1f}, {:.1f}]".format(*res.interval.mpcd_ci)
-        im = draw_surface(ax, res, f"{label}: mPCD = {res.mpcd:.1f} m{ci}")
-        fig.colorbar(im, ax=ax, label="PCD (m)")
-    return _save(fig, path, width_px)
+    width = max(width_px or REPORT_WIDTH, 460 * k)
+    panel_w = min((width - 60 - 90 - (k - 1) * 150) / k, 560)
+    w, h, boxes = panel_grid(k, k, (panel_w, 380), (60, 90, 34, 56), (150, 0))
+    canvas = Canvas(w, h, "PCD surface over (y_t, p_t) per input",
+                    "; ".join(f"{label}: mPCD {r.mpcd:.1f} m" for label, r in results), Path(path).stem)
+    if not results:
+        Axes(canvas, boxes[0], (0, 1), (0, 1)).note("not computed: no PCD result to draw")
+    for box, (label, res) in zip(boxes, results, strict=False):
+        ci = "" if res.interval is None else " [{:.1f}, {:.1f}]".format(*res.interval.mpcd_ci)
+        draw_surface(canvas, box, res, f"{label}: mPCD = {res.mpcd:.1f} m{ci}")
+    return save_svg(canvas, path)

@@ -1,7 +1,5 @@
 """Fig. 8 of the distance-confusion-matrix paper: P(s0 ⊨ φ) vs initial speed, one line per max speed,
-one panel per matrix variant (class, class by distance, proposition, proposition by distance).
-
-Uses matplotlib's object API with the Agg canvas (no pyplot state, no display needed).
+one panel per matrix variant (class, class by distance, proposition, proposition by distance), as SVG.
 """
 
 from __future__ import annotations
@@ -10,11 +8,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+import numpy as np
 
-from perception_safety.report.figure_save import save_figure
+from perception_safety.report.figure_save import REPORT_WIDTH, save_svg
+from perception_safety.report.svg.axes import Axes, colour, limits, nice_ticks, panel_grid, suptitle
+from perception_safety.report.svg.canvas import Canvas, FigureDataError
 
 TITLES = {
     "class": "(a) class-labeled",
@@ -57,65 +55,29 @@ def speed_label(cell_length_m: float = 1.0, step_s: float | None = None) -> str:
 
 def draw_variant(
     ax: Axes,
-    results: Iterable[Mapping[str, Any]],
-    variant: str,
-    true_env: str,
+    data: dict[int, list[tuple]],
     spec: str,
-    log_scale: bool = False,
     cell_length_m: float = 1.0,
     step_s: float | None = None,
+    ylabels: bool = True,
 ) -> int:
-    """One panel; returns the number of lines drawn. ``log_scale`` drops zero probabilities (not drawable).
-
-    With ``step_s`` (seconds per model step) a top axis gives the speed in m/s. A panel without results says
-    "not computed" instead of drawing empty axes.
-    """
-    data = curves(results, variant, true_env, spec)
-    if not data:
-        ax.set_axis_off()
-        ax.set_title(TITLES.get(variant, variant), fontsize=10)
-        ax.text(0.5, 0.5, f"not computed:\nno result for variant '{variant}',\ntrue environment '{true_env}', "
-                f"spec '{spec}'\n(see the warnings)", ha="center", va="center", fontsize=9, transform=ax.transAxes)
-        return 0
-    for V, pts in data.items():
-        if log_scale:
+    """One panel of `curves` ``data``: a line per max speed V with markers, its interval-chain band in the same
+    colour; returns the number of lines drawn. With ``step_s`` (seconds per model step) a top axis gives the speed
+    in m/s."""
+    for i, (V, pts) in enumerate(data.items()):
+        if ax.y.log:
             pts = [p for p in pts if p[1] > 0]
-        (line,) = ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", markersize=3, linewidth=1.2,
-                          label=f"V={V}")
-        band = [p for p in pts if p[2] is not None and p[3] is not None and (not log_scale or p[2] > 0)]
+        c = colour(i)
+        band = [p for p in pts if p[2] is not None and p[3] is not None and (not ax.y.log or p[2] > 0)]
         if band:  # the interval chain's [lower, upper] (Storm IDTMC), same colour, translucent
-            ax.fill_between([p[0] for p in band], [p[2] for p in band], [p[3] for p in band],
-                            color=line.get_color(), alpha=0.15, linewidth=0)
-    ax.set_title(TITLES.get(variant, variant), fontsize=10)
-    ax.set_xlabel(speed_label(cell_length_m, step_s), fontsize=8)
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # the model's speeds are whole cells per step
+            ax.band([p[0] for p in band], [p[2] for p in band], [p[3] for p in band], c, 0.15)
+        ax.line([p[0] for p in pts], [p[1] for p in pts], c, 1.5, label=f"V={V}", markers=True)
+    ax.frame(xticks=nice_ticks(ax.x.lo, ax.x.hi, integer=True), ylabels=ylabels)  # whole cells per step
     if step_s:
-        factor = cell_length_m / step_s
-        top = ax.secondary_xaxis("top", functions=(lambda v: v * factor, lambda ms: ms / factor))
-        top.set_xlabel("initial speed (m/s)", fontsize=8)
-    ax.set_ylabel(f"P(s0 ⊨ {spec})")
-    if log_scale:
-        ax.set_yscale("log")
-    else:
-        ax.set_ylim(-0.02, 1.02)
-    ax.grid(True, linestyle="--", alpha=0.3)
-    if data:
-        ax.legend(fontsize=7, title="max speed", title_fontsize=7, ncol=2)
+        ax.top_axis(cell_length_m / step_s, "initial speed (m/s)")
+    ax.labels(speed_label(cell_length_m, step_s), f"P(s0 ⊨ {spec})" if ylabels else "", "", size=10, xlabel_gap=24)
+    ax.legend(title="max speed", ncol=2)
     return len(data)
-
-
-def _fixed_margins(fig: Figure, rows: int, cols: int, title_lines: int, top_axis: bool) -> None:
-    """Room in inches for the suptitle, the panel titles, the m/s axis on top (with a step time), tick labels and
-    axis labels: a fixed layout costs no layout pass (as much as drawing the figure)."""
-    width, height = fig.get_size_inches()
-    above = 0.45 if top_axis else 0.0
-    left, right, bottom, between_cols = 0.75, 0.2, 0.55, 0.75
-    top = 0.15 + 0.22 * title_lines + 0.3 + above
-    between_rows = 0.55 + 0.3 + above
-    panel_w = (width - left - right - (cols - 1) * between_cols) / cols
-    panel_h = (height - bottom - top - (rows - 1) * between_rows) / rows
-    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height, top=1 - top / height,
-                        wspace=between_cols / panel_w, hspace=between_rows / panel_h)
 
 
 def plot_satisfaction(
@@ -126,20 +88,46 @@ def plot_satisfaction(
     step_s: float | None = None,
     width_px: int | None = None,
 ) -> Path:
-    """Write the Fig. 8-style 2×2 figure (PNG or any matplotlib format by suffix; ``width_px``: a PNG drawn for
-    the report, `figure_save`)."""
+    """Write the Fig. 8-style 2×2 figure as SVG (``width_px``: the width drawn for, default `REPORT_WIDTH`); a
+    variant without results gets a panel saying so."""
     results = list(results)
     variants = list(variants)
     cols = 2 if len(variants) > 1 else 1
-    rows = (len(variants) + cols - 1) // cols
     banded = any(r.get("lower") is not None for r in results)
-    fig = Figure(figsize=(5.2 * cols, 4.0 * rows))
-    _fixed_margins(fig, rows, cols, 2 if banded else 1, bool(step_s))
-    axes = fig.subplots(rows, cols, squeeze=False).ravel()
-    for ax, variant in zip(axes, variants, strict=False):
-        draw_variant(ax, results, variant, true_env, spec, log_scale, cell_length_m, step_s)
-    for ax in axes[len(variants):]:
-        ax.set_visible(False)
-    fig.suptitle(f"Satisfaction probability, true environment '{true_env}', spec '{spec}'"
-                 + ("\n(shaded: interval-chain bounds [lower, upper])" if banded else ""))
-    return save_figure(fig, path, 120, width_px)
+    above = 44 if step_s else 0  # the m/s axis on top of each panel
+    top = 40 + (18 if banded else 0) + 26 + above
+    panel_w = ((width_px or REPORT_WIDTH) - 70 - 15 - (cols - 1) * 40) / cols
+    w, h, boxes = panel_grid(len(variants), cols, (panel_w, 280), (70, 15, top, 50), (40, 76 + 26 + above))
+    title = f"Satisfaction probability, true environment '{true_env}', spec '{spec}'"
+    data = {v: curves(results, v, true_env, spec) for v in variants}
+    desc = "; ".join(f"{TITLES.get(v, v)}: " + (", ".join(f"V={V} from {pts[0][1]:.3g} to {pts[-1][1]:.3g}"
+                                                          for V, pts in d.items()) or "not computed")
+                     for v, d in data.items())
+    canvas = Canvas(w, h, title, desc, Path(path).stem)
+    suptitle(canvas, title + ("\n(shaded: interval-chain bounds [lower, upper])" if banded else ""))
+    for i, (box, variant) in enumerate(zip(boxes, variants, strict=True)):
+        d = data[variant]
+        panel = TITLES.get(variant, variant)
+        canvas.text(box.x + box.w / 2, box.y - 8 - above, panel, 12, weight="600")
+        pts = [p for ps in d.values() for p in ps]
+        if not pts:
+            Axes(canvas, box, (0, 1), (0, 1)).note(f"not computed: no result for variant '{variant}', true "
+                                                   f"environment '{true_env}', spec '{spec}' (see the warnings)")
+            continue
+        xs = [p[0] for p in pts]
+        xlim = (min(xs) - 0.25, max(xs) + 0.25) if max(xs) > min(xs) else (xs[0] - 1.0, xs[0] + 1.0)
+        try:
+            ylim = _log_limits(pts) if log_scale else (-0.02, 1.02)
+            ax = Axes(canvas, box, xlim, ylim, ylog=log_scale)
+        except FigureDataError as exc:
+            Axes(canvas, box, (0, 1), (0, 1)).note(f"not drawn: {exc}")
+            continue
+        draw_variant(ax, d, spec, cell_length_m, step_s, ylabels=i % cols == 0)
+    return save_svg(canvas, path)
+
+
+def _log_limits(pts: list[tuple]) -> tuple[float, float]:
+    """A log axis over the positive probabilities and bounds, widened to whole decades."""
+    values = [v for p in pts for v in (p[1], p[2], p[3]) if v is not None and v > 0]
+    lo, hi = limits(np.log10(values) if values else [], pad=0.0, what="satisfaction (log scale)")
+    return 10.0 ** np.floor(lo), 10.0 ** max(np.ceil(hi), np.floor(lo) + 1)

@@ -62,7 +62,7 @@ def test_two_inputs_side_by_side(tmp_path):
     for e in doc["inputs"]:
         assert e["change_points"] == sorted(e["change_points"])
         assert len(e["grid"]["pcd"]) == 9 and all(len(r) == 9 for r in e["grid"]["pcd"])
-    assert (out / "pcd_fit.png").stat().st_size > 0 and (out / "pcd_surface.png").stat().st_size > 0
+    assert (out / "pcd_fit.svg").stat().st_size > 0 and (out / "pcd_surface.svg").stat().st_size > 0
 
 
 def sedan_frames() -> list[Frame]:

@@ -100,7 +100,9 @@ def test_evaluate_equals_the_analyses_called_directly(recorded_bags, evaluated):
     assert e2["SG"] + e2["RH"] == pytest.approx(e2["hazard_f"], abs=1e-12) and e2["SG"] > 0
 
     html = (out / "report.html").read_text()
-    assert "Summary" in html and "data:image/png;base64," in html
+    assert "Summary" in html and "data:image/png;base64," not in html  # figures are inline SVG, no PNG
+    for name in ("confusion/rates_vs_distance.svg", "pcd/pcd_fit.svg", "verification/satisfaction.svg"):
+        assert (out / name).read_text(encoding="utf-8").strip() in html  # the file on disk is what the page shows
 
 
 def test_one_and_two_jobs_and_ray_give_identical_results(recorded_bags, ray_cluster, tmp_path, monkeypatch):

@@ -1,15 +1,17 @@
-"""Heatmaps of confusion matrices: colours are P(pred | true), cells carry the counts."""
+"""Heatmaps of confusion matrices: colours are P(pred | true), cells carry the counts; SVG files per bin and page."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.image import imread
 
+from perception_safety.evaluation.confusion.metrics import class_metrics
 from perception_safety.evaluation.confusion.types import DistanceConfusion
-from perception_safety.report.confusion_plots import draw_matrix, plot_all, plot_bin
+from perception_safety.report.confusion_plots import matrix_texts, plot_all, plot_bin, plot_rates
+from perception_safety.report.svg.heatmap import BLUES, MISSING
+
+SVG = "{http://www.w3.org/2000/svg}"
 
 
 def small() -> DistanceConfusion:
@@ -24,53 +26,64 @@ def small() -> DistanceConfusion:
     )
 
 
-def test_heatmap_values_are_column_normalised_and_texts_are_counts() -> None:
-    cm = np.array([[3, 0, 0], [1, 2, 0], [0, 2, 5]])
-    ax = Figure().add_subplot()
-    im = draw_matrix(ax, cm, ("ped", "obs", "empty"), "t")
-    shown = np.asarray(im.get_array())
+def test_heatmap_values_are_column_normalised_and_texts_are_counts():
+    shown, texts = matrix_texts(np.array([[3, 0, 0], [1, 2, 0], [0, 2, 5]]))
     assert shown[0, 0] == 0.75 and shown[1, 0] == 0.25 and shown[2, 1] == 0.5 and shown[2, 2] == 1.0
-    texts = [t.get_text() for t in ax.texts]
-    assert texts[0] == "3\n0.75" and texts[7] == "2\n0.50"
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["ped", "obs", "empty"]
+    assert texts[0][0] == "3\n0.75" and texts[2][1] == "2\n0.50"
 
 
-def test_empty_column_is_drawn_as_zero_not_nan() -> None:
-    ax = Figure().add_subplot()
-    im = draw_matrix(ax, np.zeros((2, 2)), ("ped", "empty"), "t")
-    assert not np.isnan(np.asarray(im.get_array())).any()
+def test_undefined_column_says_n_a_and_is_grey(tmp_path: Path, parse_svg, svg_texts):
+    shown, texts = matrix_texts(np.array([[0, 1], [0, 3]]))
+    assert [t for row in texts for t in row] == ["0\nn/a", "1\n0.25", "0\nn/a", "3\n0.75"]
+    assert np.isnan(shown[:, 0]).all()
+    root = parse_svg(plot_bin(small(), "class", 1, tmp_path / "bin1.svg"))  # only the empty column has a count
+    fills = [r.get("fill") for r in root.iter(f"{SVG}rect")]
+    assert fills.count(MISSING) == 6 and svg_texts(root).count("0\nn/a") == 6
 
 
-def test_plot_all_writes_one_png_per_bin_pooled_and_grid(tmp_path: Path) -> None:
-    paths = plot_all(small(), tmp_path, dpi=40)
-    names = sorted(p.name for p in paths)
-    assert names == sorted(
-        [f"{k}_cm_bin{b:02d}.png" for k in ("class", "prop") for b in range(2)]
-        + [f"{k}_cm_{s}.png" for k in ("class", "prop") for s in ("pooled", "grid")]
+def test_cell_fills_are_the_colour_map_at_p(tmp_path: Path, parse_svg, svg_texts):
+    root = parse_svg(plot_bin(small(), "class", 0, tmp_path / "bin0.svg"))
+    texts = [t for t in svg_texts(root) if "\n" in t]
+    assert texts == ["3\n0.75", "0\n0.00", "0\n0.00", "1\n0.25", "2\n0.50", "0\n0.00", "0\n0.00", "2\n0.50",
+                     "5\n1.00"]
+    fills = [r.get("fill") for r in root.iter(f"{SVG}rect") if r.get("fill", "").startswith("#")][1:10]
+    assert fills == BLUES.hex([0.75, 0, 0, 0.25, 0.5, 0, 0, 0.5, 1.0])
+    assert {"ped", "obs", "empty", "true", "predicted", "P(pred | true)", "class-labeled, [0, 10) m"} <= set(
+        svg_texts(root))
+
+
+def test_plot_all_writes_one_svg_per_bin_pooled_and_grid(tmp_path: Path, parse_svg):
+    paths = plot_all(small(), tmp_path)
+    assert sorted(p.name for p in paths) == sorted(
+        [f"{k}_cm_bin{b:02d}.svg" for k in ("class", "prop") for b in range(2)]
+        + [f"{k}_cm_{s}.svg" for k in ("class", "prop") for s in ("pooled", "grid")]
     )
-    img = imread(tmp_path / "class_cm_bin00.png")
-    assert img.ndim == 3 and img.shape[0] > 50 and img.shape[1] > 50
+    for p in paths:
+        parse_svg(p)
+    pooled = parse_svg(tmp_path / "class_cm_pooled.svg")
+    assert "6\n1.00" in ["\n".join(s.text for s in t.findall(f"{SVG}tspan")) for t in pooled.iter(f"{SVG}text")]
 
 
-def test_pooled_panel_uses_pooled_counts(tmp_path: Path) -> None:
-    a = imread(plot_bin(small(), "class", None, tmp_path / "pooled.png", dpi=40))
-    b = imread(plot_bin(small(), "class", 0, tmp_path / "bin0.png", dpi=40))
-    assert a.shape == b.shape and not np.array_equal(a, b)  # titles and the (empty, empty) count differ
-
-
-def test_undefined_column_says_n_a() -> None:
-    ax = Figure().add_subplot()
-    draw_matrix(ax, np.array([[0, 1], [0, 3]]), ("ped", "empty"), "t")
-    assert [t.get_text() for t in ax.texts] == ["0\nn/a", "1\n0.25", "0\nn/a", "3\n0.75"]
-
-
-def test_pages_draw_only_bins_with_objects_and_the_pooled_matrix(tmp_path: Path) -> None:
+def test_pages_draw_only_bins_with_objects_and_the_pooled_matrix(tmp_path: Path, svg_texts, parse_svg):
     from perception_safety.report.confusion_plots import bins_with_objects, plot_pages
 
     dc = small()  # bin 1 holds only an empty frame
     assert bins_with_objects(dc, "class") == [0]
-    pages, skipped = plot_pages(dc, "class", tmp_path, per_page=4, dpi=40)
-    assert [p.name for p in pages] == ["class_cm_page1.png"] and skipped == [1]
-    many, _ = plot_pages(dc, "class", tmp_path / "one_per_page", per_page=1, dpi=40)
+    pages, skipped = plot_pages(dc, "class", tmp_path, per_page=4)
+    assert [p.name for p in pages] == ["class_cm_page1.svg"] and skipped == [1]
+    titles = [t for t in svg_texts(parse_svg(pages[0])) if t.startswith("class-labeled")]
+    assert titles == ["class-labeled, [0, 10) m", "class-labeled, pooled [0, 20) m"]
+    many, _ = plot_pages(dc, "class", tmp_path / "one_per_page", per_page=1)
     assert len(many) == 2  # bin 0, then pooled
-    assert imread(many[0]).shape[1] >= 2.5 * 40  # a panel of about 1 inch per label
+
+
+def test_rates_figure_names_undefined_rates(tmp_path: Path, parse_svg, svg_texts):
+    dc = small()
+    root = parse_svg(plot_rates(class_metrics(dc, 0.05, 5), tmp_path / "rates.svg"))
+    texts = svg_texts(root)
+    assert "recall per bin, 95 % Clopper-Pearson" in texts and "distance (m, bin centre)" in texts
+    empty = DistanceConfusion(bin_edges=((0, 10),), class_labels=("ped", "empty"), prop_labels=("ped", "empty"),
+                              class_cm=np.zeros((1, 2, 2), dtype=int), prop_cm=np.zeros((1, 2, 2), dtype=int),
+                              class_cm_pooled=np.zeros((2, 2), dtype=int), prop_cm_pooled=np.zeros((2, 2), dtype=int))
+    root = parse_svg(plot_rates(class_metrics(empty, 0.05, 5), tmp_path / "none.svg"))
+    assert any(t.startswith("not computed: no recall") for t in svg_texts(root))

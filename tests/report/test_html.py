@@ -37,3 +37,27 @@ def test_report_embeds_everything_and_escapes_text(tmp_path):
     assert "Evaluation &lt;test&gt;" in text
     assert text.index("Summary") < text.index("id='s0'") < text.index("Configuration and inputs")
     assert "41.5 m" in text and "n = 600 samples" in text and "/data/a.bag" in text and "method: paper" in text
+
+
+def test_an_svg_figure_is_inlined_with_its_caption_and_the_page_stays_well_formed(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    from perception_safety.report.svg.canvas import Canvas
+
+    figures = []
+    for name in ("first", "second"):
+        c = Canvas(100, 50, f"{name} <figure>", ident=name)
+        c.rect(0, 0, 10, 10, "#000", clip=c.clip(0, 0, 5, 5))
+        figures.append(c.svg())
+    r = Report("t")
+    sec = r.section("figures")
+    for svg in figures:
+        sec.figure(svg, "caption & note")
+    text = r.render()
+    inline = re.findall(r"<svg.*?</svg>", text, flags=re.S)
+    assert inline == [s.strip() for s in figures]  # inlined as drawn, no data URI
+    for svg in inline:
+        ET.fromstring(svg)
+    ids = re.findall(r'id="([^"]+)"', text)
+    assert len(ids) == len(set(ids))  # two figures, no shared id
+    assert text.count("caption &amp; note") == 2 and "data:image/png" not in text

@@ -31,7 +31,7 @@ def test_verify_writes_results_for_every_initial_speed(tmp_path, capsys):
     (r,) = [r for r in res if r["variant"] == "class_by_distance" and r["true_env"] == "ped"
             and r["spec"] == "stop_at_k" and r["initial_speed"] == 1]
     assert r["probability"] == pytest.approx(31 / 158, abs=1e-12)
-    assert (out / "verification.csv").exists() and (out / "verification.png").stat().st_size > 1000
+    assert (out / "verification.csv").exists() and (out / "verification.svg").stat().st_size > 1000
     assert (out / "chains" / "prop_by_distance_ped_V3.drn").exists()
     assert (out / "chains" / "class_obs_V3.tra").exists()
     printed = capsys.readouterr().out

@@ -99,12 +99,13 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
             f"Per {attr}: pooled over distance",
         )
         if metrics_by_value:
-            png = recall_small_multiples(metrics_by_value, attr, d / f"{attr}_recall.png", alpha)
-            sec.figure(png.read_bytes(), f"Recall vs distance per {attr} (one panel per value)")
+            svg = recall_small_multiples(metrics_by_value, attr, d / f"{attr}_recall.svg", alpha)
+            sec.figure(svg.read_text(encoding="utf-8"), f"Recall vs distance per {attr} (one panel per value)")
         for target, per_value in pcd_by_target.items():
             if per_value:
-                png = pcd_small_multiples(per_value, attr, target, d / f"{attr}_pcd_{target}.png")
-                sec.figure(png.read_bytes(), f"PCD of '{target}' per {attr} (one panel per value; not computed = why)")
+                svg = pcd_small_multiples(per_value, attr, target, d / f"{attr}_pcd_{target}.svg")
+                sec.figure(svg.read_text(encoding="utf-8"),
+                           f"PCD of '{target}' per {attr} (one panel per value; not computed = why)")
         doc[attr] = attr_doc
     write_text(d / "breakdowns.json", json.dumps(doc, indent=1))
     ev.results["breakdowns"] = doc

@@ -113,7 +113,7 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     )
     precision_two_ways(sec, dc, metrics)
     sec.figure(
-        plot_rates(metrics, d / "rates_vs_distance.png", ccfg.alpha).read_bytes(),
+        plot_rates(metrics, d / "rates_vs_distance.svg", ccfg.alpha).read_text(encoding="utf-8"),
         f"Recall and precision vs distance with {level} {method} error bars (precision per bin only where unmatched "
         "detections have a distance)",
     )
@@ -123,11 +123,11 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
         for i, page in enumerate(pages):
             caption = (
                 f"{name} matrices, page {i + 1} of {len(pages)}: each cell shows the count (top) and P(pred | true) "
-                "(bottom, also the colour); rows predicted, columns true."
+                "(bottom, also the colour; grey n/a: no sample of that true label); rows predicted, columns true."
             )
             if empty and i == len(pages) - 1:
                 caption += f" Not drawn: bins {empty} m hold no ground-truth object (only empty frames)."
-            sec.figure(page.read_bytes(), caption)
+            sec.figure(page.read_text(encoding="utf-8"), caption)
     warn_labels(ev, dc, cfg)
     ped = [m for m in metrics if m.bin == "pooled" and m.recall is not None]
     for m in ped:

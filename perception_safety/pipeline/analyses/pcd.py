@@ -21,7 +21,6 @@ def _ci(values: tuple[float, float] | list[float] | None) -> str:
 
 
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
-    from perception_safety.report.figure_save import REPORT_WIDTH
     from perception_safety.report.pcd_plots import fits_figure, surfaces_figure
 
     d = out / "pcd"
@@ -132,10 +131,10 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     )
     if done:
         sec.figure(
-            fits_figure(done, d / "pcd_fit.png", REPORT_WIDTH).read_bytes(),
+            fits_figure(done, d / "pcd_fit.svg").read_text(encoding="utf-8"),
             "y vs distance: score model mean, ±σ band, change points, p_det (hurdle), PCD with its bootstrap interval",
         )
-        surface = surfaces_figure(done, d / "pcd_surface.png", REPORT_WIDTH)
-        sec.figure(surface.read_bytes(), "PCD surface over (y_t, p_t)")
+        surface = surfaces_figure(done, d / "pcd_surface.svg")
+        sec.figure(surface.read_text(encoding="utf-8"), "PCD surface over (y_t, p_t)")
     write_text(d / "pcd.json", json.dumps(out_json, indent=1))
     ev.results["pcd"] = out_json

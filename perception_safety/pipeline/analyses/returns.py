@@ -128,8 +128,8 @@ def by_condition(
             rows,
             f"SG / RH / AC per {attr} (averaged over frames)",
         )
-        png = returns_bars(per, attr, out / f"returns_by_{attr}.png")
-        sec.figure(png.read_bytes(), f"SG / RH / AC per {attr}")
+        svg = returns_bars(per, attr, out / f"returns_by_{attr}.svg")
+        sec.figure(svg.read_text(encoding="utf-8"), f"SG / RH / AC per {attr}")
         doc[attr] = per
     triples = align(episodes).triples
     outcomes = []

@@ -14,7 +14,6 @@ from perception_safety.safe_io import write_text
 
 
 def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
-    from perception_safety.report.figure_save import REPORT_WIDTH
     from perception_safety.report.verification_plots import coinciding, plot_satisfaction
     from perception_safety.verification.sweep import SweepResult
     from perception_safety.verification.sweep import write_csv as write_sweep_csv
@@ -63,11 +62,11 @@ def run(ev: Evaluation, red: Reduced, cfg: EvaluateConfig, out: Path) -> None:
     env = vcfg.plot.true_env
     spec = vcfg.plot.spec if vcfg.plot.spec in sweep.specs else next(iter(sweep.specs))
     geo, step_s = vcfg.geometry, vcfg.plot.step_s
-    png = plot_satisfaction(
-        sweep.results, d / "satisfaction.png", env, spec, vcfg.variants, vcfg.plot.log_scale, geo.cell_length_m, step_s,
-        REPORT_WIDTH,
+    svg = plot_satisfaction(
+        sweep.results, d / "satisfaction.svg", env, spec, vcfg.variants, vcfg.plot.log_scale, geo.cell_length_m, step_s
     )
-    sec.figure(png.read_bytes(), f"P(φ) vs initial speed, true environment '{env}', spec '{spec}' (Fig. 8 style)")
+    sec.figure(svg.read_text(encoding="utf-8"),
+               f"P(φ) vs initial speed, true environment '{env}', spec '{spec}' (Fig. 8 style)")
     unit = (
         f"Speeds are in the model's cells per step: one cell is {geo.cell_length_m:g} m"
         + (

@@ -48,8 +48,8 @@ def test_jsonl_to_json_csv_and_heatmaps(tmp_path: Path, dataset: tuple[Path, Pat
     assert metrics[("1", "ped")]["recall"] is None
     rows = list(csv.DictReader((out / "confusion_metrics.csv").open()))
     assert len(rows) == 2 * 4
-    pngs = sorted(p.name for p in out.glob("*.png"))
-    assert "class_cm_bin02.png" in pngs and "prop_cm_grid.png" in pngs and len(pngs) == 2 * (3 + 2)
+    svgs = sorted(p.name for p in out.glob("*.svg"))
+    assert "class_cm_bin02.svg" in svgs and "prop_cm_grid.svg" in svgs and len(svgs) == 2 * (3 + 2)
     assert "recall ped" in capsys.readouterr().out
     # The written file loads back through the shared loader with the pooled matrices it holds.
     dc = load_matrices(out / "confusion.json")
