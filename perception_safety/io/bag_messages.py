@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 
 from perception_safety.core.camera import Intrinsics
-from perception_safety.core.types import Box, Detection, EgoState, GroundTruthObject, InvalidValueError
+from perception_safety.core.types import (
+    Box,
+    Detection,
+    EgoState,
+    GroundTruthObject,
+    InvalidValueError,
+    make_box_from_center,
+    make_ground_truth,
+)
 from perception_safety.io.typestore import ros2_typestore
 from perception_safety.monitors.base import Level, MonitorResult
 
@@ -213,11 +221,12 @@ def ground_truth_to_msg(objects: tuple[GroundTruthObject, ...], stamp_ns: int, f
 
 def box_of_values(i: int, cx: float, cy: float, size_x: float, size_y: float) -> Box:
     """The box of detection ``i`` from its BoundingBox2D values; `InvalidValueError` names a bad one."""
-    if not (_isfinite(cx) and _isfinite(cy) and _isfinite(size_x) and _isfinite(size_y)):
+    if not _isfinite(cx + cy + size_x + size_y) and not (  # a finite sum: every term finite (one test, not four)
+            _isfinite(cx) and _isfinite(cy) and _isfinite(size_x) and _isfinite(size_y)):
         raise InvalidValueError(f"detections[{i}]: non-finite box {(cx, cy, size_x, size_y)}")
     if size_x < 0 or size_y < 0:
         raise InvalidValueError(f"detections[{i}]: negative box size ({size_x}, {size_y})")
-    return Box.from_center(cx, cy, size_x, size_y)
+    return make_box_from_center(cx, cy, size_x, size_y)
 
 
 def hypothesis_of_values(i: int, first: tuple[Any, float] | None) -> tuple[str, float]:
@@ -237,7 +246,7 @@ def ground_truth_of_values(i: int, first: tuple[Any, float] | None, position: tu
     class_id, score = hypothesis_of_values(i, first)
     b = box_of_values(i, *box)
     pos = (float(position[0]), float(position[1]), float(position[2]))
-    return GroundTruthObject(b, class_id, math.hypot(*pos), pos, str(ident), score == 0.0)
+    return make_ground_truth(b, class_id, math.hypot(*pos), pos, str(ident), score == 0.0)
 
 
 def _first(det: Any) -> tuple[Any, float] | None:

@@ -46,3 +46,41 @@ def test_ego_detection_and_ground_truth_checks_equal_the_value_by_value_check():
         want = reference_error("ground-truth distance", (distance,), lambda d=distance, p=pos: (
             f"ground-truth distance: negative value {d}" if d < 0 else reference_error("ground-truth position", p)))
         assert outcome(lambda d=distance, p=pos: GroundTruthObject(box, "c", d, p)) == want
+
+
+def made(fn):
+    """A value and its fields, or the error, of one construction."""
+    try:
+        v = fn()
+    except InvalidValueError as exc:
+        return "error", str(exc)
+    return type(v), repr(v), hash(v)
+
+
+def test_the_hot_path_constructors_equal_the_classes():
+    """`make_box`, `make_box_from_center`, `make_detection` and `make_ground_truth` (the bag readers') give the value
+    or the error the class gives, on every mix of ordinary and special values; the values compare and hash equal."""
+    from perception_safety.core.types import make_box, make_box_from_center, make_detection, make_ground_truth
+
+    for values in itertools.product(SPECIAL, repeat=4):
+        assert made(lambda v=values: make_box(*v)) == made(lambda v=values: Box(*v))
+        assert made(lambda v=values: make_box_from_center(*v)) == made(lambda v=values: Box.from_center(*v))
+        if made(lambda v=values: Box(*v))[0] is Box:
+            assert make_box(*values) == Box(*values) and make_box(*values) is not Box(*values)
+    box = Box(0.0, 1.0, 2.0, 3.0)
+    for score in [*SPECIAL, 0.5]:
+        assert made(lambda s=score: make_detection(box, "car", s)) == made(lambda s=score: Detection(box, "car", s))
+    for values in itertools.product(SPECIAL, repeat=4):
+        distance, pos = values[0], tuple(values[1:])
+        for position in (pos, None):
+            for ignore in (False, True):
+                assert made(lambda d=distance, p=position, i=ignore: make_ground_truth(box, "ped", d, p, "t1", i)) \
+                    == made(lambda d=distance, p=position, i=ignore: GroundTruthObject(box, "ped", d, p, "t1", i))
+    g = make_ground_truth(box, "ped", 5.0, (3.0, 4.0, 0.0), "t1", True)
+    assert g == GroundTruthObject(box, "ped", 5.0, (3.0, 4.0, 0.0), "t1", True) and g.ignore and g.track_id == "t1"
+    try:
+        g.distance = 1.0  # still frozen
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("a made value must stay frozen")

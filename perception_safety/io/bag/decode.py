@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from perception_safety.core.types import Detection, GroundTruthObject
+from perception_safety.core.types import Detection, GroundTruthObject, make_detection
 from perception_safety.io import bag_messages as bm
 from perception_safety.io.bag import cdr_fields as cf
 from perception_safety.monitors.base import MonitorResult
@@ -19,7 +19,7 @@ def _detections(raw: bytes) -> tuple[int, tuple[Detection, ...]]:
     out = []
     for i, (first, _, box, _) in enumerate(items):
         class_id, score = bm.hypothesis_of_values(i, first)
-        out.append(Detection(bm.box_of_values(i, *box), class_id, score))
+        out.append(make_detection(bm.box_of_values(i, *box), class_id, score))
     return stamp, tuple(out)
 
 
@@ -49,20 +49,32 @@ FAST: dict[tuple[str, str], Callable[[bytes], tuple[int, Any]]] = {
 """(topic role, message type) -> reader of ``(stamp_ns, value)`` from CDR bytes."""
 
 
+def reader_of(role: str, msgtype: str, store: Any, convert: Callable[[Any], Any]) -> Callable[[Any], tuple[int, Any]]:
+    """The `decode` of one topic, resolved once per connection (not once per message): ``raw -> (stamp_ns, value)``."""
+    fast = FAST.get((role, msgtype))
+
+    def checked(raw: bytes | memoryview) -> tuple[int, Any]:
+        msg = store.deserialize_cdr(memoryview(raw), msgtype)
+        value = convert(msg)
+        return bm.stamp_ns_of(msg), value
+
+    if fast is None:
+        return checked
+
+    def read(raw: bytes | memoryview) -> tuple[int, Any]:
+        try:
+            return fast(raw if isinstance(raw, bytes) else bytes(raw))
+        except cf.CdrMismatch:
+            return checked(raw)
+
+    return read
+
+
 def decode(role: str, msgtype: str, raw: bytes | memoryview, store: Any,
            convert: Callable[[Any], Any]) -> tuple[int, Any]:
     """``(stamp_ns, value)`` of one message: the field-selective reader when there is one and it reads the bytes,
     else rosbags' ``store.deserialize_cdr`` and ``convert`` (the value raises what the converter raises)."""
-    fast = FAST.get((role, msgtype))
-    if fast is not None:
-        data = raw if isinstance(raw, bytes) else bytes(raw)
-        try:
-            return fast(data)
-        except cf.CdrMismatch:
-            pass
-    msg = store.deserialize_cdr(memoryview(raw), msgtype)
-    value = convert(msg)
-    return bm.stamp_ns_of(msg), value
+    return reader_of(role, msgtype, store, convert)(raw)
 
 
 def decode_alarm(msgtype: str, raw: bytes | memoryview, store: Any, name: str) -> tuple[int, bool | None]:

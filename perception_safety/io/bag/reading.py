@@ -20,7 +20,7 @@ import numpy as np
 from perception_safety.core.types import Frame, InvalidValueError
 from perception_safety.io import bag_messages as bm
 from perception_safety.io import objects3d as o3
-from perception_safety.io.bag.decode import decode, decode_alarm
+from perception_safety.io.bag.decode import decode, decode_alarm, reader_of
 from perception_safety.io.bag.layout import COMPRESSED_SUFFIX, TOPIC_TYPES, BagError, BagTopics
 from perception_safety.io.bag.storage import OpenBag, open_bag
 from perception_safety.io.typestore import ros2_typestore
@@ -244,6 +244,10 @@ def _decode_topics(
     values: dict[str, list[Any]] = {role: [] for role in roles.values()}
     counts = dict.fromkeys(roles.values(), 0)
     wanted = [conns[role] for role in roles.values()]
+    readers = {cid: reader_of(role, conns[role].msgtype, store, _DECODE_3D.get((role, conns[role].msgtype),
+                                                                            _DECODE[role]))
+               for cid, role in roles.items()}  # fmt: skip
+    log_of = {role: logs.setdefault(role, []) for role in roles.values()} if logs is not None else None
     status_conn = conns.get("monitor_results")
     if status_conn is not None:
         wanted.append(status_conn)
@@ -270,8 +274,7 @@ def _decode_topics(
             index = counts[role]
             counts[role] += 1
             try:
-                convert = _DECODE_3D.get((role, conn.msgtype), _DECODE[role])
-                stamp, value = decode(role, conn.msgtype, raw, store, convert)
+                stamp, value = readers[conn.id](raw)
             except InvalidValueError as exc:
                 report.skipped.append(SkippedMessage(bag, conn.topic, index, str(exc)))
                 continue
@@ -280,8 +283,8 @@ def _decode_topics(
                 continue
             stamps[role].append(stamp)
             values[role].append(value)
-            if logs is not None:
-                logs.setdefault(role, []).append(log_ns)
+            if log_of is not None:
+                log_of[role].append(log_ns)
     except Exception as exc:
         topics = ", ".join(c.topic for c in wanted)
         raise BagError(f"{bag}: {topics}: bag data unreadable (truncated or corrupt?): {exc}") from exc
