@@ -20,6 +20,7 @@ from perception_safety.evaluation.pcd.cells import cell_estimate, cell_table
 from perception_safety.evaluation.pcd.compute import PCDError, PCDInterval, PCDResult, compute_pcd, prepare_samples
 from perception_safety.evaluation.pcd.config import PCDConfig
 from perception_safety.evaluation.pcd.diagnostics import PCDWarning
+from perception_safety.evaluation.pcd.resample_batch import estimate_resamples
 
 #: Fewer resampling units than this give a rough interval (warned).
 FEW_GROUPS = 10
@@ -51,22 +52,32 @@ def _resample_samples(
     return pcds, grids
 
 
-#: Resamples whose cell sums are formed by one sparse product.
+#: Resamples whose cell sums are formed by one sparse product (and estimated together): at least this many ...
 CHUNK = 32
+#: ... or as many as keep resamples x cells at this size.
+CHUNK_CELLS = 262_144
 
 
 def _resample_cells(
     xg: np.ndarray, yg: np.ndarray, unit: np.ndarray, k: int, picks: list[np.ndarray], cfg: PCDConfig,
-    start: np.ndarray | None,
+    start: np.ndarray | None, batched: bool = True,
 ) -> tuple[list[float], list[np.ndarray], float]:
-    """Paper method: each resample's cell sums from its draw counts (`cells.py`), the estimate on the cells."""
+    """Paper method: each resample's cell sums from its draw counts (`cells.py`), the estimate on the cells — of a
+    chunk's resamples at once (`resample_batch.py`; fixed lambda), else (or ``batched=False``) one by one."""
     table = cell_table(xg, yg, unit, k)
     pcds: list[float] = []
     grids: list[np.ndarray] = []
-    for first in range(0, len(picks), CHUNK):
-        draws = np.stack([np.bincount(p, minlength=k) for p in picks[first : first + CHUNK]])
+    chunk = max(CHUNK, CHUNK_CELLS // table.n_cells)
+    for first in range(0, len(picks), chunk):
+        draws = np.stack([np.bincount(p, minlength=k) for p in picks[first : first + chunk]])
         stats = table.resample(draws)
         drawn = draws > 0
+        if batched and cfg.lam_selection == "fixed":
+            y_scale = np.where(drawn[:, None, :], table.y_scale[None], 0.0).max(axis=2)
+            done = [e for e in estimate_resamples(table, stats, y_scale, cfg, cfg.model, start) if e is not None]
+            pcds.extend(e[0] for e in done)
+            grids.extend(e[1] for e in done)
+            continue
         for r in range(draws.shape[0]):
             scale = table.y_scale[:, drawn[r]].max(axis=1)
             try:
