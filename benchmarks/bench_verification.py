@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import stormpy
@@ -124,14 +125,85 @@ def _parse_via_file(text: str):
     return stormpy.parse_prism_program(fh.name)
 
 
+def sweep_inputs(episodes: int = 112, seed: int = 0):
+    """The reference matrices dealt into ``episodes`` episodes (the 16-copy demo input has 112) and, for the
+    proposition variants, pedestrian observation runs with runs of misses: the demo config's sweep shape (2 true
+    environments x 4 variants x V = 1..5, 5 specs, bounds, posterior, per-episode and memory chains)."""
+    from dataclasses import replace
+
+    from perception_safety.evaluation.confusion.io import load_matrices
+    from perception_safety.verification.config import VerificationConfig
+    from perception_safety.verification.memory import ObservationRuns
+
+    dc = load_matrices(Path(__file__).resolve().parents[1] / "reference"
+                       / "dist_confusion_matrices_nuscenes_yolov3.json")
+    rng = np.random.default_rng(seed)
+    parts = {}
+    for kind in ("class", "prop"):
+        c = np.asarray(dc.counts(kind), dtype=np.int64)
+        split = np.moveaxis(rng.multinomial(c.ravel(), np.full(episodes, 1 / episodes)), -1, 0)
+        parts[kind] = split.reshape((episodes, *c.shape))
+    eps = [replace(dc, class_cm=parts["class"][e], prop_cm=parts["prop"][e], class_cm_pooled=parts["class"][e].sum(0),
+                   prop_cm_pooled=parts["prop"][e].sum(0)) for e in range(episodes)]
+
+    def runs(n_bins: int) -> ObservationRuns:
+        seqs = []
+        for _ in range(episodes):
+            labels, miss = [], False
+            for _ in range(60):
+                miss = rng.random() < (0.7 if miss else 0.2)
+                labels.append(int(rng.integers(1, len(dc.prop_labels))) if miss else 0)
+            seqs.append((np.sort(rng.integers(0, n_bins, size=60)), labels))
+        return ObservationRuns.from_sequences(seqs, n_bins, len(dc.prop_labels))
+
+    observation_runs = {("prop_by_distance", "ped"): runs(len(dc.bin_edges)), ("prop", "ped"): runs(1)}
+    cfg = VerificationConfig(max_speeds=[1, 2, 3, 4, 5], true_envs={
+        "ped": {"class": ["ped", "obs"], "prop": "ped,obs"}, "obs": {"class": ["obs"], "prop": "obs"}})
+    return dc, eps, observation_runs, cfg
+
+
+def sweep_batching(repeat: int) -> None:
+    """Issue 27 target 1 (the verification step's fixed cost): the sweep with every chain's Storm checks answered
+    together (one call per round on the union of the round's chains) against each check on its own chain (the
+    path before), same process, alternating, least CPU s of ``repeat``; the two sweeps' rows compared."""
+    import os
+
+    from perception_safety.verification.sweep import sweep_combinations
+
+    dc, eps, runs, cfg = sweep_inputs()
+    pairs = [(v, e) for e in cfg.true_envs for v in cfg.variants]
+    best = {}
+    for _ in range(max(1, repeat)):
+        for mode in ("alone", "together"):
+            c = time.process_time()
+            out = sweep_combinations(dc, cfg, pairs, None, "bench", eps, runs, together=mode == "together")
+            best[mode] = min(best.get(mode, 1e9), time.process_time() - c)
+            best[f"{mode}_out"] = out
+    a, t = best["alone_out"], best["together_out"]
+    rows_a = [r for one in a for r in one.results]
+    rows_t = [r for one in t for r in one.results]
+    diff = max((abs(x[k] - y[k]) for x, y in zip(rows_a, rows_t, strict=True) for k in x
+                if isinstance(x[k], float) and x[k] != y[k]), default=0.0)
+    same = sum(x == y for x, y in zip(rows_a, rows_t, strict=True))
+    load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"sweep of {len(pairs)} (env, variant) x V = 1..5 with {len(eps)} episodes (load {load}): "
+          f"checks together {best['together']:.3f} CPU s, each alone {best['alone']:.3f} CPU s: "
+          f"{best['alone'] / best['together']:.2f}x; rows identical {same} of {len(rows_a)}, largest difference "
+          f"{diff:.1e}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="stop at ~1e5 states")
     ap.add_argument("--prism-max-states", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=2, help="direct path: best of this many runs (shared machine)")
+    ap.add_argument("--sweep", action="store_true", help="the sweep's Storm checks together vs each alone (target 1)")
     ap.add_argument("--targets", type=int, nargs="*", metavar="V",
                     help="only the issue 27 targets at these max speeds (125: ~10^6 states, 270: ~10^7)")
     args = ap.parse_args()
+    if args.sweep:
+        sweep_batching(args.repeat)
+        return
     if args.targets is not None:
         direct(5)
         targets(args.targets or [125, 270])

@@ -29,6 +29,14 @@ from perception_safety.verification.builder import (
 )
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.reach import ReachForm, UntilStructure, form_masks, reach_form, until_structure
+from perception_safety.verification.until_solve import (
+    REDUCEAT_SEQUENTIAL,
+    Level,
+    component_levels,
+    solvable,
+    solve_until_batch,
+    solve_until_many,
+)
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,9 +61,9 @@ class ChainSkeleton:
         return len(self.indptr) - 1
 
     @cached_property
-    def order(self) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
-        """`dag_levels` of the chain: one solving order for every formula (`solve_until_many`)."""
-        return dag_levels(self.indptr, self.indices)
+    def order(self) -> list[Level]:
+        """`component_levels` of the chain: one solving order for every formula (`solve_until_many`)."""
+        return component_levels(self.indptr, self.indices)
 
     def plan(self, formula: str) -> tuple[ReachForm, np.ndarray, np.ndarray, UntilStructure]:
         """``(form, hold, goal, structure)`` of ``formula`` on this structure, worked out once per skeleton (the sweep
@@ -106,118 +114,6 @@ def chain_skeleton(system: AbstractSystem, observations: ObservationModel) -> Ch
         initial_states=_readonly(initial_states(system)),
         describe=system.describe,
     )
-
-
-def _ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    lens = stops - starts
-    return np.repeat(starts, lens) + np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
-
-
-def solve_until_batch(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray, hold: np.ndarray,
-                      goal: np.ndarray, structure: UntilStructure | None = None) -> np.ndarray:
-    """``P(s ⊨ hold U goal)`` ``[draw, state]`` for transition values ``data[draw, t]`` on one CSR structure."""
-    st = structure or until_structure(indptr, indices, hold, goal)
-    n, d = len(indptr) - 1, data.shape[0]
-    vals_all = np.ascontiguousarray(np.asarray(data, dtype=np.float64).T)  # [t, draw]: gathers are row copies
-    x = np.zeros((n, d))
-    x[goal] = 1.0
-    maybe_states = np.flatnonzero(st.maybe)
-    by_comp = maybe_states[np.argsort(st.comp[maybe_states], kind="stable")]
-    sizes = np.bincount(st.comp[maybe_states], minlength=len(maybe_states))
-    first = np.zeros(sizes.size + 1, dtype=np.int64)
-    np.cumsum(sizes, out=first[1:])
-    for level in st.levels:
-        single = level[sizes[level] == 1]
-        if single.size:
-            s = by_comp[first[single]]
-            lens = indptr[s + 1] - indptr[s]  # >= 1: a maybe state reaches the goal, so it has a successor
-            e = _ranges(indptr[s], indptr[s + 1])
-            tgt = indices[e]
-            loop = tgt == np.repeat(s, lens)
-            vals = vals_all[e]
-            starts = np.cumsum(lens) - lens
-            num = np.add.reduceat(vals * x[tgt], starts, axis=0)  # x of a maybe state is still 0 here
-            leave = 1.0 - np.add.reduceat(vals * loop[:, None], starts, axis=0)
-            x[s] = np.divide(num, leave, out=np.zeros_like(num), where=leave > 0)
-        for c in level[sizes[level] > 1]:
-            states = by_comp[first[c]:first[c + 1]]
-            local = np.full(n, -1)
-            local[states] = np.arange(states.size)
-            e = _ranges(indptr[states], indptr[states + 1])
-            src = local[np.repeat(states, indptr[states + 1] - indptr[states])]
-            tgt = indices[e]
-            inside = local[tgt] >= 0
-            k = states.size
-            q = np.zeros((k * k, d))
-            np.add.at(q, src[inside] * k + local[tgt[inside]], vals_all[e[inside]])
-            b = np.zeros((k, d))
-            np.add.at(b, src[~inside], vals_all[e[~inside]] * x[tgt[~inside]])
-            a = np.eye(k) - np.moveaxis(q.reshape(k, k, d), 2, 0)
-            x[states] = np.linalg.solve(a, b.T[..., None])[..., 0].T
-    return x.T
-
-
-REDUCEAT_SEQUENTIAL = 8
-"""Rows up to this many transitions: `np.add.reduceat` adds them as ``first + (0 + second + third + …)``, which
-`solve_until_many` repeats term for term; longer runs numpy adds pairwise (formula by formula then)."""
-
-
-def dag_levels(indptr: np.ndarray, indices: np.ndarray) -> tuple[tuple[np.ndarray, ...], np.ndarray] | None:
-    """``(levels, closed)``: ``closed`` marks the states of closed classes (strongly connected components no
-    transition leaves: absorbing states, or an absorbing car state with the memory chain's last observation cycling);
-    ``levels`` order every other state so that its successors other than itself lie in earlier levels or are
-    closed. None when a cycle longer than a self-loop lies outside the closed classes."""
-    from scipy.sparse import csr_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    n = len(indptr) - 1
-    rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(indptr))
-    graph = csr_matrix((np.ones(rows.size, dtype=np.int8), np.asarray(indices), np.asarray(indptr)), shape=(n, n))
-    _, comp = connected_components(graph, directed=True, connection="strong")
-    leaves = np.bincount(comp[rows], weights=comp[rows] != comp[indices], minlength=int(comp.max()) + 1) > 0
-    closed = ~leaves[comp]
-    if np.bincount(comp[~closed]).max(initial=1) > 1:
-        return None
-    st = until_structure(indptr, indices, np.ones(n, dtype=bool), closed)
-    maybe = np.flatnonzero(st.maybe)
-    state_of = np.empty(maybe.size, dtype=np.int64)
-    state_of[st.comp[maybe]] = maybe
-    return tuple(state_of[level] for level in st.levels), closed
-
-
-def solve_until_many(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
-                     masks: list[tuple[np.ndarray, np.ndarray]], order: tuple[np.ndarray, ...]) -> np.ndarray:
-    """``P(s ⊨ hold_k U goal_k)`` ``[k, draw, state]`` for every ``(goal_k, maybe_k)`` of ``masks`` in one pass over
-    ``order`` (`dag_levels`' levels, which must hold every maybe state): the same arithmetic, state by state, as
-    `solve_until_batch` on each (a maybe state's value is its successors' values weighted, over what does not loop
-    back), so the same numbers, for every formula at once instead of one pass per formula."""
-    n, d, k = len(indptr) - 1, data.shape[0], len(masks)
-    vals_all = np.ascontiguousarray(np.asarray(data, dtype=np.float64).T)  # [t, draw]
-    x = np.zeros((n, k, d))
-    maybe = np.zeros((n, k), dtype=bool)
-    for j, (goal, mask) in enumerate(masks):
-        x[goal, j] = 1.0
-        maybe[:, j] = mask
-    n_t = len(indices)
-    vals_all = np.concatenate([vals_all, np.zeros((1, d))])  # row n_t: the padding edge, value 0
-    for s in order:
-        lens = indptr[s + 1] - indptr[s]
-        width = np.arange(int(lens.max()))
-        edge = np.where(width < lens[:, None], indptr[s][:, None] + width, n_t)  # [state, j]: j-th edge or padding
-        tgt = np.append(indices, 0)[edge]
-        terms = [(vals_all[edge[:, j]], tgt[:, j]) for j in width]
-        num = np.zeros((s.size, k, d))  # as np.add.reduceat adds a run: its first term + (0 + the others in order)
-        stay = np.zeros((s.size, d))
-        for v, t in terms[1:]:
-            num += v[:, None, :] * x[t]  # x of a maybe state is still 0 here
-            stay += v * (t == s)[:, None]
-        v, t = terms[0]
-        num = v[:, None, :] * x[t] + num
-        stay = v * (t == s)[:, None] + stay
-        leave = np.broadcast_to((1.0 - stay)[:, None, :], num.shape)
-        new = np.divide(num, leave, out=np.zeros_like(num), where=leave > 0)
-        x[s] = np.where(maybe[s][:, :, None], new, x[s])
-    return np.moveaxis(x, 0, 2)
 
 
 @dataclass(frozen=True)
@@ -278,7 +174,8 @@ def round_to_error(value: float, error: float) -> float:
 def posterior_values(skeleton: ChainSkeleton, probs: np.ndarray,
                      formulas: Mapping[str, str]) -> dict[str, np.ndarray | VerificationError]:
     """P(φ) ``[draw, initial state]`` for every formula (``reach.reach_form`` shapes; others map to the error);
-    every formula in one pass (`solve_until_many`) when the chain's only cycles are self-loops."""
+    every formula in one pass (`until_solve.solve_until_many`) when the formulas' maybe-sets are unions of the
+    chain's strongly connected components (the car-pedestrian chains and their memory products)."""
     data = skeleton.data(probs)
     out: dict[str, np.ndarray | VerificationError] = {}
     plans = {}
@@ -289,19 +186,13 @@ def posterior_values(skeleton: ChainSkeleton, probs: np.ndarray,
             out[name] = exc
             continue
         out[name] = np.empty(0)  # keeps the formulas' order
-    order = skeleton.order if plans else None
-    if order is not None and (np.diff(skeleton.indptr).max(initial=0) > REDUCEAT_SEQUENTIAL
-                              or any((st.maybe & order[1]).any() for _, _, _, st in plans.values())):
-        order = None  # a cycle to solve (a closed class's state can reach the goal), or sums numpy adds pairwise
-    if order is not None:
-        xs = solve_until_many(skeleton.indptr, skeleton.indices, data,
-                              [(goal, st.maybe) for _, _, goal, st in plans.values()], order[0])
-        solved = dict(zip(plans, xs, strict=True))
+    masks = [(goal, st.maybe) for _, _, goal, st in plans.values()]
+    many = plans and np.diff(skeleton.indptr).max(initial=0) <= REDUCEAT_SEQUENTIAL and solvable(skeleton.order, masks)
+    if many:
+        solved = dict(zip(plans, solve_until_many(skeleton.indptr, skeleton.indices, data, masks, skeleton.order),
+                          strict=True))
     for name, (form, hold, goal, structure) in plans.items():
-        if order is not None:
-            x = solved[name]
-        else:
-            x = solve_until_batch(skeleton.indptr, skeleton.indices, data, hold, goal, structure)
+        x = solved[name] if many else solve_until_batch(skeleton.indptr, skeleton.indices, data, hold, goal, structure)
         x = x[:, skeleton.initial_states]
         out[name] = 1.0 - x if form.negate else x
     return out

@@ -127,6 +127,14 @@ class Outcome:
     error: BaseException | None = None
 
 
+def run_alone(steps: Steps[Any]) -> Outcome:
+    """`run` as an `Outcome` (the error a computation ends with recorded, as `run_all` records it)."""
+    try:
+        return Outcome(run(steps))
+    except Exception as exc:
+        return Outcome(error=exc)
+
+
 def run_all(computations: Sequence[Steps[Any]]) -> list[Outcome]:
     """Run every computation, rounds of their queries answered together (module docstring); outcomes in order.
 

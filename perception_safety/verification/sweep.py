@@ -22,7 +22,7 @@ from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.export import export_drn, export_prism_explicit
 from perception_safety.verification.memory import ObservationRuns
 from perception_safety.verification.specs import resolve_specs
-from perception_safety.verification.storm_batch import run_all
+from perception_safety.verification.storm_batch import run_all, run_alone
 from perception_safety.verification.sweep_chain import ChainDone, Combo, chain_steps
 
 FORMAT = "perception_safety.verification/1"
@@ -74,11 +74,12 @@ def run_sweep(
 def sweep_combinations(
     confusion: DistanceConfusion, cfg: VerificationConfig, pairs: Sequence[tuple[str, str]],
     export_dir: str | Path | None = None, name: str | None = None, episodes: Sequence[DistanceConfusion] = (),
-    observation_runs: Mapping[tuple[str, str], ObservationRuns] | None = None,
+    observation_runs: Mapping[tuple[str, str], ObservationRuns] | None = None, together: bool = True,
 ) -> list[SweepResult | VerificationError]:
     """Each ``(variant, true env)`` of ``pairs`` swept over the max speeds, all chains' Storm checks answered together
-    (`storm_batch.run_all`); per pair its result, or the first error its setup or its chains (by max speed) met —
-    what sweeping it alone gives. Chains before that error are exported, as they would have been."""
+    (`storm_batch.run_all`; ``together=False``: each check on its own chain, one after the other, the same numbers);
+    per pair its result, or the first error its setup or its chains (by max speed) met — what sweeping it alone
+    gives. Chains before that error are exported, as they would have been."""
     plans: list[list[Any] | VerificationError] = []
     for variant, env_name in pairs:
         try:
@@ -91,7 +92,8 @@ def sweep_combinations(
             plans.append(exc)
             continue
         plans.append([chain_steps(combo, V) for V in cfg.max_speeds])
-    outcomes = iter(run_all([steps for plan in plans if not isinstance(plan, VerificationError) for steps in plan]))
+    computations = [steps for plan in plans if not isinstance(plan, VerificationError) for steps in plan]
+    outcomes = iter(run_all(computations) if together else [run_alone(steps) for steps in computations])
     out: list[SweepResult | VerificationError] = []
     for plan, (variant, env_name) in zip(plans, pairs, strict=True):
         if isinstance(plan, VerificationError):

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from perception_safety.evaluation.confusion.by_verdict import VerdictSplit
-from perception_safety.verification.bounds import spec_bounds
+from perception_safety.verification.bounds import spec_bounds_steps
 from perception_safety.verification.builder import build_chain
 from perception_safety.verification.car_model import car_system, geometry_for, observation_model
 from perception_safety.verification.config import VerificationConfig
@@ -34,15 +34,18 @@ from perception_safety.verification.monitor_loop import (
     perfect_observations,
     verdict_column_counts,
 )
-from perception_safety.verification.specs import check
+from perception_safety.verification.specs import check_steps
+from perception_safety.verification.storm_batch import Steps, run_all
 
 CHAINS = ("f", "fm", "fstar")
 
 
 def _probabilities(split: VerdictSplit, cfg: VerificationConfig, variant: str, env_name: str, V: int,
-                   formula: str, controller: Any, warnings: list[dict[str, str]]) -> tuple[list[int], dict[str, Any]]:
+                   formula: str, controller: Any,
+                   warnings: list[dict[str, str]]) -> Steps[tuple[list[int], dict[str, Any]]]:
     """P(formula) at the initial states of the f, f+m and f* chains; with bounds enabled also the interval
-    chains' ``(lower, upper)`` of f and f+m, each at ``1 − alpha/2`` so that both hold jointly at ``1 − alpha``."""
+    chains' ``(lower, upper)`` of f and f+m, each at ``1 − alpha/2`` so that both hold jointly at ``1 − alpha``.
+    A `storm_batch` computation: `system_metrics` has every chain's checks answered together."""
     marginal = split.marginal
     env = cfg.true_envs[env_name]
     g, system = car_system(marginal, cfg, variant, env_name, V, controller)
@@ -60,9 +63,10 @@ def _probabilities(split: VerdictSplit, cfg: VerificationConfig, variant: str, e
     starts = [int(s) for s in system.initial_states]
     out: dict[str, Any] = {}
     for key, model in models.items():
-        out[key] = check(build_chain(system, model), formula)[starts]
+        out[key] = (yield from check_steps(build_chain(system, model), formula))[starts]
         if model.has_intervals:
-            b = spec_bounds(build_interval_chain(system, model), {"q": formula}, cfg.bounds.cyclic_horizon)["q"]
+            b = (yield from spec_bounds_steps(build_interval_chain(system, model), {"q": formula},
+                                              cfg.bounds.cyclic_horizon))["q"]
             if isinstance(b, VerificationError):
                 warnings.append({"code": "no_bounds", "message": f"{formula}: no interval bounds ({b})"})
                 continue
@@ -140,7 +144,10 @@ def system_metrics(split: VerdictSplit, cfg: VerificationConfig) -> dict[str, An
         if env_name not in cfg.true_envs:
             warnings.append({"code": "env_not_configured", "message": f"{measure} environment {env_name!r} is "
                              f"not among true_envs {sorted(cfg.true_envs)}: not checked"})
+    order: list[list[dict[str, str]] | tuple[Any, ...]] = []  # counts' warnings and chains, in the order met
     for variant in ml.variants:
+        found: list[dict[str, str]] = []
+        order.append(found)
         for env_name in dict.fromkeys(e for _, e, _ in jobs if e in cfg.true_envs):
             try:
                 rows = verdict_counts(split, cfg, variant, env_name)
@@ -152,7 +159,7 @@ def system_metrics(split: VerdictSplit, cfg: VerificationConfig) -> dict[str, An
                 total = r["n_no_alarm"] + r["n_alarm"]
                 if total and (r["n_alarm"] == 0 or r["n_no_alarm"] == 0):
                     empty = "alarm" if r["n_alarm"] == 0 else "no-alarm"
-                    warnings.append({"code": "zero_sample_verdict", "message": (
+                    found.append({"code": "zero_sample_verdict", "message": (
                         f"{variant}, env {env_name}, bin [{r['bin'][0]:g}, {r['bin'][1]:g}) m: the {empty} verdict "
                         f"column has 0 of {total} samples; P({empty.replace('-', ' ')}) = 0 there is a lack of data, "
                         "not an observation")})
@@ -160,22 +167,34 @@ def system_metrics(split: VerdictSplit, cfg: VerificationConfig) -> dict[str, An
             if env_name not in cfg.true_envs:
                 continue
             for V in cfg.max_speeds:
-                try:
-                    speeds, p = _probabilities(split, cfg, variant, env_name, V, formula, controller, warnings)
-                except VerificationError as exc:
-                    skipped[f"{variant}/{measure}/{env_name}/V{V}"] = str(exc)
-                    continue
-                for i, v0 in enumerate(speeds):
-                    rec: dict[str, Any] = {"variant": variant, "measure": measure, "true_env": env_name,
-                                           "max_speed": V, "initial_speed": v0,
-                                           **{f"P_{k}": float(p[k][i]) for k in CHAINS}}
-                    if measure == "hazard":
-                        rec["SG_sys"] = rec["P_f"] - rec["P_fm"]
-                        rec["RH_sys"] = rec["P_fm"] - rec["P_fstar"]
-                    else:
-                        rec["AC_sys"] = rec["P_fm"] - rec["P_f"]
-                    _with_bounds(rec, p, i)
-                    results.append(rec)
+                own: list[dict[str, str]] = []
+                order.append((variant, measure, env_name, V, own,
+                              _probabilities(split, cfg, variant, env_name, V, formula, controller, own)))
+    done = iter(run_all([o[5] for o in order if isinstance(o, tuple)]))
+    for item in order:
+        if isinstance(item, list):
+            warnings += item
+            continue
+        variant, measure, env_name, V, own, _ = item
+        outcome = next(done)
+        warnings += own
+        if isinstance(outcome.error, VerificationError):
+            skipped[f"{variant}/{measure}/{env_name}/V{V}"] = str(outcome.error)
+            continue
+        if outcome.error is not None:
+            raise outcome.error
+        speeds, p = outcome.value
+        for i, v0 in enumerate(speeds):
+            rec: dict[str, Any] = {"variant": variant, "measure": measure, "true_env": env_name,
+                                   "max_speed": V, "initial_speed": v0,
+                                   **{f"P_{k}": float(p[k][i]) for k in CHAINS}}
+            if measure == "hazard":
+                rec["SG_sys"] = rec["P_f"] - rec["P_fm"]
+                rec["RH_sys"] = rec["P_fm"] - rec["P_fstar"]
+            else:
+                rec["AC_sys"] = rec["P_fm"] - rec["P_f"]
+            _with_bounds(rec, p, i)
+            results.append(rec)
     return {
         "assumptions": assumptions(cfg),
         "definitions": {

@@ -11,18 +11,18 @@ from perception_safety.verification.config import VerificationConfig
 from perception_safety.verification.controllers import resolve_controller
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.memory import ObservationRuns
-from perception_safety.verification.posterior import (
-    dag_levels,
-    solve_until_batch,
-    solve_until_many,
-    summarise,
-    summarise_many,
-)
+from perception_safety.verification.posterior import summarise, summarise_many
 from perception_safety.verification.reach import until_structure
 from perception_safety.verification.specs import resolve_specs
 from perception_safety.verification.storm_batch import run
 from perception_safety.verification.sweep_chain import Combo, chain_steps
 from perception_safety.verification.sweep_each import sweep_each
+from perception_safety.verification.until_solve import (
+    component_levels,
+    solvable,
+    solve_until_batch,
+    solve_until_many,
+)
 
 from .test_counted_clusters import _split_reference
 from .test_storm_batch import absorption, random_chain
@@ -94,39 +94,50 @@ def test_batched_sweep_equals_every_chain_alone(swept):
     assert any(r.get("independence") == "memory" for r in rows) and any("episode_mean" in r for r in rows)
 
 
-def test_posterior_all_formulas_at_once_equals_formula_by_formula_and_a_linear_solve():
+@pytest.mark.parametrize("cyclic", [False, True])
+def test_posterior_all_formulas_at_once_equals_formula_by_formula_and_a_linear_solve(cyclic):
+    """Random chains (with zero-probability transitions in some draws; ``cyclic``: the cycle 0 <-> 1 among maybe
+    states, a dense block): `solve_until_many` == `solve_until_batch` bit for bit, == numpy's linear solve."""
     rng = np.random.default_rng(4)
+    blocks = 0
     for _ in range(20):
-        chain = random_chain(rng, int(rng.integers(3, 30)))
+        chain = random_chain(rng, int(rng.integers(3, 30)), cyclic=cyclic)
         draws = np.repeat(chain.data[None], 6, axis=0) * rng.random((6, chain.n_transitions))
-        draws[rng.random(draws.shape) < 0.2] = 0.0  # zero-probability transitions
-        draws[:, chain.indptr[:-1]] += 0.01  # every state keeps a successor
         rows = np.repeat(np.arange(chain.n_states), np.diff(chain.indptr))
+        draws[(rng.random(draws.shape) < 0.2) & (rows >= 2)] = 0.0  # zero-probability transitions, not in the cycle
+        draws[:, chain.indptr[:-1]] += 0.01  # every state keeps a successor
         sums = np.stack([np.bincount(rows, weights=d, minlength=chain.n_states) for d in draws])
         draws = np.divide(draws, sums[:, rows], out=np.zeros_like(draws), where=sums[:, rows] > 0)
-        levels, closed = dag_levels(chain.indptr, chain.indices)
+        levels = component_levels(chain.indptr, chain.indices)
         masks, expect = [], []
         for hold, goal in ((np.ones(chain.n_states, dtype=bool), chain.labels["a"]),
                            (chain.labels["b"], chain.labels["a"])):
             st = until_structure(chain.indptr, chain.indices, hold, goal)
-            assert not (st.maybe & closed).any()
             masks.append((goal, st.maybe))
             expect.append(solve_until_batch(chain.indptr, chain.indices, draws, hold, goal, st))
+        if not solvable(levels, masks):
+            continue
         got = solve_until_many(chain.indptr, chain.indices, draws, masks, levels)
+        blocks += any(lv.blocks and masks[0][1][lv.blocks[0][0]] for lv in levels)
         for k in range(2):
             assert np.array_equal(got[k], expect[k])
         hold, goal = chain.labels["b"], chain.labels["a"]
         for d in range(draws.shape[0]):
             c = type(chain)(chain.indptr, chain.indices, draws[d], chain.labels, chain.initial_states)
             np.testing.assert_allclose(got[1][d], absorption(c, hold, goal), atol=1e-12)
+    assert (blocks >= 5) == cyclic  # the dense path ran
 
 
-def test_absorbing_only_chain_and_a_longer_cycle():
+def test_levels_of_an_absorbing_only_chain_and_of_a_cycle():
     only = random_chain(np.random.default_rng(0), 4, absorbing_only=True)
-    levels, closed = dag_levels(only.indptr, only.indices)
-    assert levels == () and closed.all()
+    (level,) = component_levels(only.indptr, only.indices)
+    assert level.singles.tolist() == [0, 1, 2, 3] and level.blocks == ()
     cyclic = random_chain(np.random.default_rng(0), 8, cyclic=True)
-    assert dag_levels(cyclic.indptr, cyclic.indices) is None  # the sweep then solves formula by formula
+    levels = component_levels(cyclic.indptr, cyclic.indices)
+    assert [b.tolist() for lv in levels for b in lv.blocks] == [[0, 1]] and len(levels[-1].blocks) == 1
+    half = np.zeros(8, dtype=bool)
+    half[0] = True  # a maybe-set holding half of the block 0 <-> 1: formula by formula
+    assert not solvable(levels, [(np.zeros(8, dtype=bool), half)])
 
 
 def test_summaries_of_many_equal_one_by_one():
