@@ -3,24 +3,30 @@ its former path and against a bare rosbags read + deserialisation of the same ba
 
 ``--copies`` copies of the demo's perception bags (folders of symlinks, as `bench_evaluate.py --demo` makes them)
 are evaluated once with the demo config (``--jobs 1``): the CPU seconds of its ``thumbnails``, ``evidence``,
-``confusion`` and ``breakdowns`` steps and of every plotting call (timed around the calls). Then, in the same
-process, on what that run produced:
-- thumbnails: the report's pictures from the run's partials as they are (each frame sought by its recording window)
-  and with the windows removed (the former path: each referenced bag's non-image topics read whole);
-- figures: each figure the run drew, saved for the report as now (drawn once at the shown width, one palette PNG)
-  and the former way (``savefig`` at the figure's dpi, then decoded, resampled, quantised and encoded again).
+``confusion`` and ``breakdowns`` steps and of every plotting call (timed around the calls). Then, in the same run:
+- thumbnails: the report's pictures from the run's partials as they are (each frame sought by its recording window),
+  with the windows removed (the former path: each referenced bag's non-image topics read whole) and with the strips
+  cut from the former 266 x 200 px windows;
+- figures: the same evaluate in two fresh processes on the same copies, one on this checkout (the project's own
+  SVG, `report/svg`) and one on ``--old-ref`` (default: the last commit drawing with matplotlib, extracted with
+  ``git archive``): the plotting calls' CPU s, the import of the plotting modules (matplotlib's on the old side)
+  and the figures' bytes.
 The load average is printed with every figure (the machine is shared).
 
-Usage: python benchmarks/bench_report.py [--demo /work/demo_out] [--copies 16] [--repeat 2]
+Usage: python benchmarks/bench_report.py [--demo /work/demo_out] [--copies 16] [--repeat 2] [--old-ref REF]
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import io
+import json
 import os
 import resource
+import subprocess
 import sys
+import tarfile
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -74,22 +80,6 @@ def timed_figures() -> dict[str, float]:
     return spent
 
 
-def captured_figures() -> list[tuple[Any, float, Any]]:
-    """Record every figure saved for the report (figure, dpi, width) while still saving it."""
-    from perception_safety.report import breakdown_plots, confusion_plots, figure_save, pcd_plots, verification_plots
-
-    seen: list[tuple[Any, float, Any]] = []
-    original = figure_save.save_figure
-
-    def save(fig: Any, path: Any, dpi: float, width_px: Any = figure_save.REPORT_WIDTH) -> Path:
-        seen.append((fig, dpi, width_px))
-        return original(fig, path, dpi, width_px)
-
-    for mod in (breakdown_plots, confusion_plots, pcd_plots, verification_plots):
-        mod.save_figure = save
-    return seen
-
-
 def best_cpu(fn: Callable[[], Any], repeat: int) -> float:
     out = []
     for _ in range(repeat):
@@ -125,28 +115,63 @@ def thumbnails_now_and_before(out: Path, cfg: Any, repeat: int) -> tuple[float, 
     return now, before, n, framed_before
 
 
-def figures_now_and_before(seen: list[tuple[Any, float, Any]], tmp: Path, repeat: int) -> tuple[float, float, int,
-                                                                                                   int]:
-    """CPU s (and bytes) of saving every captured figure for the report now and the former way."""
-    import io
+PLOT_MODULES = ("breakdown_plots", "confusion_plots", "pcd_plots", "verification_plots")
 
-    from perception_safety.report.figure_save import save_figure
-    from perception_safety.report.html import compact_png
 
-    sizes = [0, 0]
+def figures_in_process(demo: Path, copies: int, config: Path) -> dict[str, Any]:
+    """In this (fresh) process: CPU s of importing the plotting modules, then one evaluate of the copies with every
+    plotting call timed; the figures' files and bytes; whether matplotlib got loaded."""
+    start = cpu()
+    for name in PLOT_MODULES:
+        importlib.import_module(f"perception_safety.report.{name}")
+    imported = cpu() - start
+    from rich.console import Console
 
-    def now() -> None:
-        sizes[0] = sum(save_figure(fig, tmp / "f.png", dpi, width).stat().st_size for fig, dpi, width in seen)
+    from perception_safety.pipeline.evaluate_config import load_evaluate_config
+    from perception_safety.pipeline.run import run_evaluate
 
-    def before() -> None:
-        total = 0
-        for fig, dpi, _ in seen:
-            buf = io.BytesIO()
-            fig.savefig(buf, format="png", dpi=dpi)  # the former file: full size, RGB
-            total += len(compact_png(buf.getvalue()))  # the former embedding: decode, resample, quantise, encode
-        sizes[1] = total
+    spent = timed_figures()
+    cfg, text = load_evaluate_config(config)
+    quiet = Console(file=open(os.devnull, "w"), stderr=False)  # noqa: SIM115 - the progress bars go nowhere
+    with tempfile.TemporaryDirectory(prefix="bench_figures_") as tmp:
+        bags = demo_copies(demo, copies, Path(tmp))
+        out = Path(tmp) / "out"
+        ev = run_evaluate(sorted({b.parents[2] for b in bags}), cfg, text, out, 1, quiet)
+        files = [p for p in out.rglob("*") if p.suffix in (".svg", ".png") and "evidence" not in p.parts]
+        return {"import_s": imported, "figures_s": spent["figures_s"], "calls": spent["calls"],
+                "files": len(files), "bytes": sum(p.stat().st_size for p in files),
+                "report_bytes": (out / "report.html").stat().st_size,
+                "total_s": ev.results["timings"]["cpu"]["total_s"],
+                "matplotlib": any(m.split(".")[0] == "matplotlib" for m in sys.modules)}
 
-    return best_cpu(now, repeat), best_cpu(before, repeat), sizes[0], sizes[1]
+
+def figures_of(tree: Path, demo: Path, copies: int) -> dict[str, Any]:
+    """`figures_in_process` on the package of ``tree`` (with its own config/demo.yaml), in a fresh interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    code = (f"import json, sys; sys.path.insert(0, {str(Path(__file__).resolve().parent)!r}); "
+            "from bench_report import figures_in_process; from pathlib import Path; "
+            f"print(json.dumps(figures_in_process(Path({str(demo)!r}), {copies}, "
+            f"Path({str(tree / 'config' / 'demo.yaml')!r}))))")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, cwd=tree, capture_output=True, text=True,
+                          check=False)  # cwd: `-c` puts the working directory first on sys.path
+    if proc.returncode:
+        raise SystemExit(f"figures on {tree}: {proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def old_tree(ref: str | None, into: Path) -> tuple[str, Path]:
+    """The package and config of ``ref`` (default: the parent of the commit that added report/svg) under ``into``."""
+    repo = Path(__file__).resolve().parents[1]
+    if ref is None:
+        first = subprocess.run(["git", "log", "--diff-filter=A", "--format=%H", "--",
+                                "perception_safety/report/svg/canvas.py"], cwd=repo, capture_output=True, text=True,
+                               check=True).stdout.split()
+        ref = f"{first[-1]}~1"
+    archive = subprocess.run(["git", "archive", ref, "perception_safety", "config"], cwd=repo, capture_output=True,
+                             check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(into, filter="data")
+    return ref, into
 
 
 def main() -> None:
@@ -154,16 +179,16 @@ def main() -> None:
     ap.add_argument("--demo", type=Path, default=Path("/work/demo_out"))
     ap.add_argument("--copies", type=int, default=16)
     ap.add_argument("--repeat", type=int, default=2, help="repeats of each in-process comparison (best CPU kept)")
+    ap.add_argument("--old-ref", default=None, help="git ref of the former figures (default: the last matplotlib one)")
     args = ap.parse_args()
     from rich.console import Console
 
     from perception_safety.pipeline.evaluate_config import load_evaluate_config
     from perception_safety.pipeline.run import run_evaluate
 
+    repo = Path(__file__).resolve().parents[1]
     spent = timed_figures()
-    seen = captured_figures()
-    config = Path(__file__).resolve().parents[1] / "config" / "demo.yaml"
-    cfg, text = load_evaluate_config(config)
+    cfg, text = load_evaluate_config(repo / "config" / "demo.yaml")
     quiet = Console(file=open(os.devnull, "w"), stderr=False)  # noqa: SIM115 - the progress bars go nowhere
     with tempfile.TemporaryDirectory(prefix="bench_report_") as tmp:
         bags = demo_copies(args.demo, args.copies, Path(tmp))
@@ -177,7 +202,10 @@ def main() -> None:
         l2 = load()
         t_now, t_before, n_thumbs, t_framed = thumbnails_now_and_before(Path(tmp) / "out", cfg, args.repeat)
         l3 = load()
-        f_now, f_before, b_now, b_before = figures_now_and_before(seen, Path(tmp), args.repeat)
+        now = figures_of(repo, args.demo, args.copies)
+        ref, old_root = old_tree(args.old_ref, Path(tmp) / "old")
+        before = figures_of(old_root, args.demo, args.copies)
+        l4 = load()
         rows = [("bare read + deserialise, non-image topics", bare, l0)]
         rows += [(f"evaluate step {k[:-2]}", steps[k], l1) for k in ("thumbnails_s", "evidence_s", "confusion_s",
                                                                       "breakdowns_s") if k in steps]
@@ -185,17 +213,23 @@ def main() -> None:
                  ("evaluate in all", steps["total_s"], l1),
                  (f"pictures ({n_thumbs} strip thumbnails): sought", t_now, l2),
                  ("pictures: former path (bags read whole)", t_before, l2),
-                 ("pictures: sought, strips cut from 266 x 200 px (former)", t_framed, l2),
-                 (f"{len(seen)} figures saved now ({b_now / 1024:.0f} KB)", f_now, l3),
-                 (f"figures the former way ({b_before / 1024:.0f} KB)", f_before, l3)]
+                 ("pictures: sought, strips cut from 266 x 200 px (former)", t_framed, l2)]
+        for side, r in (("SVG (this checkout)", now), (f"matplotlib ({ref})", before)):
+            rows += [(f"{side}: {r['calls']} plotting calls, {r['files']} files {r['bytes'] / 1024:.0f} KB",
+                      r["figures_s"], l3),
+                     (f"{side}: import of the plotting modules", r["import_s"], l3),
+                     (f"{side}: evaluate in all (report {r['report_bytes'] / 1024:.0f} KB)", r["total_s"], l4)]
         size = (Path(tmp) / "out" / "report.html").stat().st_size
         print(f"\n{len(bags)} bags ({args.copies} copies), {ev.results['frames']} frames, report.html "
               f"{size / 1024:.0f} KB")
-        print(f"{'':<56}{'CPU s':>8}{'vs bare':>9}   load (1/5/15 min)")
+        print(f"{'':<72}{'CPU s':>8}{'vs bare':>9}   load (1/5/15 min)")
         for name, sec, ld in rows:
-            print(f"{name:<56}{sec:8.2f}{sec / bare:9.3f}   {ld}")
+            print(f"{name:<72}{sec:8.2f}{sec / bare:9.3f}   {ld}")
+        fig_now, fig_before = now["figures_s"] + now["import_s"], before["figures_s"] + before["import_s"]
         print(f"thumbnails: {t_now / t_before:.2f}x the former path, {t_now / t_framed:.2f}x the former strip "
-              f"windows; figures: {f_now / f_before:.2f}x the former way")
+              f"windows; figures (calls + import): {fig_now:.2f} vs {fig_before:.2f} CPU s = "
+              f"{fig_now / fig_before:.2f}x matplotlib; matplotlib loaded by evaluate: {now['matplotlib']} (this "
+              f"checkout), {before['matplotlib']} ({ref})")
 
 
 if __name__ == "__main__":

@@ -15,17 +15,17 @@ from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.pcd.compute import PCDResult
 from perception_safety.report.confusion_plots import draw_rates, rate_xlim
 from perception_safety.report.figure_save import REPORT_WIDTH, columns_for, save_svg
-from perception_safety.report.pcd_plots import draw_fit, fit_limits
-from perception_safety.report.svg.axes import Axes, Box, colour, limits, panel_grid, suptitle, union
+from perception_safety.report.pcd_plots import draw_fit, fit_legend, fit_limits
+from perception_safety.report.svg.axes import Axes, Box, colour, legend_row, limits, panel_grid, suptitle, union
 from perception_safety.report.svg.canvas import Canvas, FigureDataError, text_width
 
 
-def _grid(n: int, most_cols: int, height: float, left: float = 64, bottom: float = 50
+def _grid(n: int, most_cols: int, height: float, left: float = 64, bottom: float = 50, top: float = 58
           ) -> tuple[float, float, list[Box], int]:
     """Panels of one small-multiples figure `REPORT_WIDTH` wide: width, height, boxes and columns."""
     cols = columns_for(n, most_cols)
     panel_w = (REPORT_WIDTH - left - 15 - (cols - 1) * 22) / cols
-    w, h, boxes = panel_grid(n, cols, (panel_w, height), (left, 15, 58, bottom), (22, bottom + 34))
+    w, h, boxes = panel_grid(n, cols, (panel_w, height), (left, 15, top, bottom), (22, bottom + 34))
     return w, h, boxes, cols
 
 
@@ -46,7 +46,7 @@ def recall_small_multiples(
     for i, (box, (value, metrics)) in enumerate(zip(boxes, per_value.items(), strict=True)):
         ax = Axes(canvas, box, xlim, (-0.02, 1.02))
         n = sum(m.ground_truth for m in metrics if m.bin == "pooled" and m.recall is not None)
-        panel = f"{attribute} = {value} (n = {n} objects)"
+        panel = f"{value} (n = {n} objects)"  # the attribute is in the figure's title
         if not draw_rates(ax, metrics, "recall"):
             ax.note("not computed: no ground-truth object of any class")
             canvas.text(box.x + box.w / 2, box.y - 8, panel, 12, weight="600")
@@ -61,18 +61,19 @@ def recall_small_multiples(
 def pcd_small_multiples(
     per_value: Mapping[str, PCDResult | str], attribute: str, target: str, path: str | Path
 ) -> Path:
-    """PCD fit (samples, spline, band, PCD line) of one target, one panel per value (shared y axis, the legend in
-    the first drawn panel); a string = why not computed."""
-    title = f"PCD of '{target}' by {attribute}: IoU × confidence vs distance (m), vermillion dotted line = PCD"
-    w, h, boxes, cols = _grid(len(per_value), 3, 230, left=70)
+    """PCD fit (samples, spline, band, PCD line) of one target, one panel per value (shared y axis, one legend under
+    the title); a string = why not computed."""
+    title = f"PCD of '{target}' by {attribute}: IoU × confidence vs distance (m)"
+    w, h, boxes, cols = _grid(len(per_value), 3, 230, left=70, top=92)
     desc = "; ".join(f"{attribute} = {v}: " + (f"not computed: {r}" if isinstance(r, str) else
                                                f"PCD {r.pcd:.1f} m, n = {r.x.size}") for v, r in per_value.items())
     canvas = Canvas(w, h, title, desc, Path(path).stem)
     suptitle(canvas, title)
     fits = [r for r in per_value.values() if not isinstance(r, str)]
+    legend_row(canvas, fit_legend(fits), 30)
     ylim = union([fit_limits(r)[1] for r in fits]) if fits else (0.0, 1.0)
     for i, (box, (value, res)) in enumerate(zip(boxes, per_value.items(), strict=True)):
-        panel = f"{attribute} = {value}"
+        panel = str(value)  # the attribute is in the figure's title
         if isinstance(res, str):
             Axes(canvas, box, (0, 1), (0, 1)).note(f"not computed: {res}")
             canvas.text(box.x + box.w / 2, box.y - 8, panel, 12, weight="600")
@@ -82,8 +83,7 @@ def pcd_small_multiples(
         except FigureDataError as exc:
             Axes(canvas, box, (0, 1), (0, 1)).note(f"not drawn: {exc}")
             continue
-        draw_fit(ax, res, f"{panel}: PCD {res.pcd:.1f} m, n = {res.x.size}", legend=res is fits[0],
-                 ylabels=i % cols == 0)
+        draw_fit(ax, res, f"{panel}: PCD {res.pcd:.1f} m, n = {res.x.size}", legend=False, ylabels=i % cols == 0)
     return save_svg(canvas, path)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from perception_safety.evaluation.pcd.compute import PCDResult
 from perception_safety.report.figure_save import REPORT_WIDTH, save_svg
-from perception_safety.report.svg.axes import Axes, Box, limits, panel_grid, union
+from perception_safety.report.svg.axes import Axes, Box, LegendEntry, limits, panel_grid, union
 from perception_safety.report.svg.canvas import Canvas, FigureDataError
 from perception_safety.report.svg.heatmap import VIRIDIS, cell_labels, cells, colour_bar
 
@@ -30,6 +30,27 @@ def fit_limits(result: PCDResult) -> tuple[tuple[float, float], tuple[float, flo
     if result.p_det is not None:
         curves.append(result.p_det)
     return xlim, limits(*curves, what="PCD fit (IoU × confidence)")
+
+
+def fit_legend(results: Sequence[PCDResult]) -> list[LegendEntry]:
+    """One legend for several `draw_fit` panels: the parts any of them draws, without per-panel values."""
+    if not results:
+        return []
+    first = results[0]
+    entries = [LegendEntry("IoU × confidence", SAMPLE, "marker", opacity=0.6)]
+    if any(r.p_det is not None and bool((r.y == 0).any()) for r in results):
+        entries.append(LegendEntry("missed (y = 0)", MISSED, "bar"))
+    entries += [LegendEntry("±σ (per segment)", BAND, "patch", opacity=0.18),
+                LegendEntry("score model mean", MEAN, "line", "6 3", width=2.0)]
+    if any(r.p_det is not None for r in results):
+        entries.append(LegendEntry("p_det(x)", P_DET, "line", width=1.6))
+    if any(r.interval is not None for r in results):
+        entries.append(LegendEntry("PCD interval", PCD_LINE, "patch", opacity=0.1))
+    if any(r.change_points.distances for r in results):
+        entries.append(LegendEntry("change point", CHANGE, "line", "8 3 2 3", width=1.4))
+    entries += [LegendEntry(f"y_t = {first.y_t:g}", Y_T, "line", "2 2", width=1.3),
+                LegendEntry(f"PCD (p_t = {first.p_t:g})", PCD_LINE, "line", "3 2", width=2.2)]
+    return entries
 
 
 def draw_fit(ax: Axes, result: PCDResult, title: str = "", legend: bool = True, ylabels: bool = True) -> None:

@@ -41,11 +41,12 @@ def svg_texts() -> Callable[[ET.Element], list[str]]:
 
 @pytest.fixture
 def path_points() -> Callable[[str], list[tuple[float, float]]]:
-    """The absolute points of a path's ``d`` written as ``M x y x y ...`` runs (relative arcs ignored)."""
+    """The absolute points of a path's ``d`` written as ``M x y x y ...`` runs (what follows as relative commands,
+    arcs or ``h0`` dots, ignored)."""
 
     def points(d: str) -> list[tuple[float, float]]:
         out = []
-        for run in re.findall(r"M([^MZa]*)", d):
+        for run in re.findall(r"M([-\d. ]*)", d):
             nums = [float(v) for v in run.split()]
             out += list(zip(nums[::2], nums[1::2], strict=True))
         return out

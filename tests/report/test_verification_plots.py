@@ -24,7 +24,8 @@ def _panel(records, variant="prop_by_distance", ylim=(0.0, 1.0), ylog=False, **k
 
 
 def _lines(root):
-    return [p for p in root.iter(f"{SVG}path") if p.get("fill") == "none" and p.get("clip-path")]
+    return [p for p in root.iter(f"{SVG}path")
+            if p.get("fill") == "none" and p.get("clip-path") and not p.get("stroke-linecap")]  # not the dots
 
 
 def test_curves_select_and_sort():

@@ -310,7 +310,7 @@ class Axes:
             top += line_h
         for i, e in enumerate(self.entries):
             ex, ey = x + 4 + (i // rows) * col_w, top + (i % rows) * line_h + line_h / 2
-            self._swatch(ex, ey, e)
+            swatch(c, ex, ey, e)
             c.text(ex + 24, ey, e.label, size, "start", "middle")
 
     def _best(self, corners: dict[str, tuple[float, float]], w: float, h: float) -> tuple[float, float]:
@@ -323,16 +323,36 @@ class Axes:
 
         return min(corners.values(), key=inside)
 
-    def _swatch(self, x: float, y: float, e: LegendEntry) -> None:
-        c = self.canvas
-        if e.kind == "patch":
-            c.rect(x, y - 5, 20, 10, e.color, opacity=e.opacity)
-        elif e.kind == "marker":
-            c.markers([x + 10], [y], e.color, 3.0, opacity=e.opacity)
-        elif e.kind == "bar":
-            c.markers([x + 10], [y], e.color, 4.0, "bar")
-        else:
-            c.line(x, y, x + 20, y, e.color, e.width, e.dash)
+
+def swatch(c: Canvas, x: float, y: float, e: LegendEntry) -> None:
+    """The 20-pixel sample of a legend entry with its left end at (x, y)."""
+    if e.kind == "patch":
+        c.rect(x, y - 5, 20, 10, e.color, opacity=e.opacity)
+    elif e.kind == "marker":
+        c.markers([x + 10], [y], e.color, 3.0, opacity=e.opacity)
+    elif e.kind == "bar":
+        c.markers([x + 10], [y], e.color, 4.0, "bar")
+    else:
+        c.line(x, y, x + 20, y, e.color, e.width, e.dash)
+
+
+def legend_row(canvas: Canvas, entries: Sequence[LegendEntry], y: float, size: float = 10.0) -> float:
+    """One legend for a whole figure: the entries side by side, centred, on as many rows as the width needs from
+    ``y`` down; returns the height used."""
+    widths = [30 + text_width(e.label, size) + 14 for e in entries]
+    rows: list[list[int]] = [[]]
+    for i, w in enumerate(widths):
+        if rows[-1] and sum(widths[j] for j in rows[-1]) + w > canvas.width - 40:
+            rows.append([])
+        rows[-1].append(i)
+    step = 1.5 * size
+    for r, row in enumerate(rows):
+        x = (canvas.width - sum(widths[i] for i in row)) / 2
+        for i in row:
+            swatch(canvas, x, y + r * step + step / 2, entries[i])
+            canvas.text(x + 26, y + r * step + step / 2, entries[i].label, size, "start", "middle")
+            x += widths[i]
+    return len(rows) * step
 
 
 def suptitle(canvas: Canvas, text: str, size: float = 13.0) -> None:

@@ -18,6 +18,9 @@ CHAR_WIDTH = 0.6
 """Average advance of one glyph of `FONT`, in font sizes: the layout's estimate of a text's width."""
 LINE_HEIGHT = 1.2
 """Distance between the baselines of a multi-line text, in font sizes."""
+DENSE = 400
+"""Markers above this many are snapped to half pixels and deduplicated (a scatter of thousands of samples)."""
+"""Distance between the baselines of a multi-line text, in font sizes."""
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
@@ -65,7 +68,18 @@ def _runs(xs: np.ndarray, ys: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]
     return [(xs[a:b], ys[a:b]) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
+def _thin(xs: np.ndarray, ys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Above `DENSE` vertices: snapped to half pixels, a vertex equal to the one before it dropped (a curve through
+    thousands of sample distances has only as many distinct half pixels as the panel is wide)."""
+    if xs.size <= DENSE:
+        return xs, ys
+    pts = np.round(np.column_stack([xs, ys]) * 2) / 2
+    keep = np.concatenate(([True], np.any(np.diff(pts, axis=0) != 0, axis=1)))
+    return pts[keep, 0], pts[keep, 1]
+
+
 def _path(xs: np.ndarray, ys: np.ndarray, close: bool = False) -> str:
+    xs, ys = _thin(xs, ys)
     pts = " ".join(f"{num(x)} {num(y)}" for x, y in zip(xs.tolist(), ys.tolist(), strict=True))
     return f"M{pts}{'Z' if close else ''}" if pts else ""
 
@@ -127,19 +141,28 @@ class Canvas:
     def markers(self, xs: Sequence[float] | np.ndarray, ys: Sequence[float] | np.ndarray, color: str,
                 size: float = 3.0, shape: str = "circle", hollow: bool = False, opacity: float | None = None,
                 clip: str | None = None) -> None:
-        """Markers of radius ``size`` at the points, one path for all: ``circle`` or ``bar`` (a short vertical tick);
-        ``hollow`` circles are white inside. Non-finite points are left out."""
-        x, y = np.asarray(xs, float), np.asarray(ys, float)
+        """Markers of radius ``size`` at the points, one path for all: ``circle`` (a round dot: a zero-length segment
+        with round caps, 8 bytes a point) or ``bar`` (a short vertical tick); ``hollow`` circles are white inside.
+        Non-finite points are left out. Above `DENSE` points they are snapped to half pixels and repeats dropped: one
+        path is painted as the union of its dots, so a repeat changes no pixel."""
+        x, y = np.asarray(xs, float).ravel(), np.asarray(ys, float).ravel()
         ok = np.isfinite(x) & np.isfinite(y)
-        r = num(size)
+        x, y = x[ok], y[ok]
+        if x.size > DENSE:
+            x, y = np.unique(np.round(np.column_stack([x, y]) * 2) / 2, axis=0).T
+        pts = zip(x.tolist(), y.tolist(), strict=True)
         if shape == "bar":
-            d = "".join(f"M{num(a)} {num(b - size)}v{num(2 * size)}" for a, b in zip(x[ok], y[ok], strict=True))
+            d = "".join(f"M{num(a)} {num(b - size)}v{num(2 * size)}" for a, b in pts)
             style = {"fill": "none", "stroke": color, "stroke_width": 1.0, "stroke_opacity": opacity}
-        else:
+        elif hollow:
+            r = num(size)
             d = "".join(f"M{num(a - size)} {num(b)}a{r} {r} 0 1 0 {num(2 * size)} 0a{r} {r} 0 1 0 -{num(2 * size)} 0"
-                        for a, b in zip(x[ok], y[ok], strict=True))
-            style = ({"fill": "#fff", "stroke": color, "stroke_width": 1.2} if hollow
-                     else {"fill": color, "fill_opacity": opacity})
+                        for a, b in pts)
+            style = {"fill": "#fff", "stroke": color, "stroke_width": 1.2}
+        else:
+            d = "".join(f"M{num(a)} {num(b)}h0" for a, b in pts)
+            style = {"fill": "none", "stroke": color, "stroke_width": num(2 * size), "stroke_linecap": "round",
+                     "stroke_opacity": opacity}
         if d:
             self._el("path", d=d, **style, clip_path=clip)
 

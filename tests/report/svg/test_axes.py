@@ -31,8 +31,8 @@ def test_a_point_lands_on_its_pixel(parse_svg, path_points):
     line, marker = paths
     for got, want in zip(path_points(line.get("d")), [_pixel(2.5, 0.25), _pixel(7.0, 0.9)], strict=True):
         assert got == pytest.approx(want, abs=0.05)
-    (mx, my), = path_points(marker.get("d"))  # a circle starts at its leftmost point
-    assert (mx + 3.0, my) == pytest.approx(_pixel(4.0, 0.6), abs=0.1)
+    (dot,) = path_points(marker.get("d"))  # a dot: round caps of width 2 r on a zero-length segment
+    assert dot == pytest.approx(_pixel(4.0, 0.6), abs=0.06) and float(marker.get("stroke-width")) == 6.0
     vline = next(parse_svg(c.svg()).iter(f"{SVG}line"))
     assert float(vline.get("x1")) == pytest.approx(_pixel(8.2, 0)[0], abs=0.05)
     assert (float(vline.get("y1")), float(vline.get("y2"))) == (BOX.y, BOX.bottom)

@@ -57,3 +57,28 @@ def test_coordinates_have_one_decimal():
 def test_wrap_fits_the_width():
     lines = wrap("not computed: the PCD fit failed because fewer than ten samples remain", 120, 10).split("\n")
     assert len(lines) > 1 and all(len(line) * 0.6 * 10 <= 120 for line in lines)
+
+
+def test_a_dense_scatter_keeps_one_dot_per_half_pixel(parse_svg, path_points):
+    rng = np.random.default_rng(0)
+    x, y = rng.uniform(0, 20, 5000), rng.uniform(0, 10, 5000)  # 5000 points on 40 x 20 half pixels
+    c = Canvas(100, 100, "t")
+    c.markers(x, y, "#000", 2.0)
+    (path,) = parse_svg(c.svg()).iter(f"{SVG}path")
+    dots = path_points(path.get("d"))
+    expected = {(round(a * 2) / 2, round(b * 2) / 2) for a, b in zip(x, y, strict=True)}
+    assert set(dots) == expected and len(dots) == len(expected) < 1000
+
+
+def test_a_long_curve_keeps_its_shape_in_fewer_vertices(parse_svg, path_points):
+    x = np.linspace(0, 100, 20000)
+    y = 50 + 40 * np.sin(x / 10)
+    c = Canvas(100, 100, "t")
+    c.polyline(x, y, "#000")
+    (path,) = parse_svg(c.svg()).iter(f"{SVG}path")
+    pts = np.array(path_points(path.get("d")))
+    assert len(pts) < 2000
+    for vx, vy in pts:  # every vertex is a point of the curve moved by at most a quarter pixel
+        lo, hi = np.searchsorted(x, [vx - 0.25, vx + 0.25 + 1e-9])
+        assert np.abs(y[lo:hi] - vy).min() <= 0.25 + 1e-9
+    assert tuple(pts[0]) == (0, 50) and tuple(pts[-1]) == (100, round(2 * (50 + 40 * np.sin(10))) / 2)
