@@ -53,9 +53,9 @@ def _resample_samples(
 
 
 #: Resamples whose cell sums are formed by one sparse product (and estimated together): at least this many ...
-CHUNK = 32
+CHUNK = 8
 #: ... or as many as keep resamples x cells at this size.
-CHUNK_CELLS = 262_144
+CHUNK_CELLS = 65_536
 
 
 def _resample_cells(

@@ -132,16 +132,18 @@ def logistic_p_det(
     active = np.ones(systems, dtype=bool)
     dev_old = np.full(systems, np.inf)
     live, y, t = rows, share, trials
+    eta = np.clip(live.apply(beta), -ETA_LIMIT, ETA_LIMIT)
+    p = expit(eta)
     for _ in range(MAX_ITER):
-        eta = np.clip(live.apply(beta), -ETA_LIMIT, ETA_LIMIT)
-        p = expit(eta)
         w = np.maximum(p * (1.0 - p), 1e-10)
         gram, rhs = normal_equations(live, w * t, eta + (y - p) / w, systems, k)
         idx = np.flatnonzero(active)
         new, solved = solve_each(gram[idx] + penalty, rhs[idx], positive=False)
         ok[idx[~solved]] = False
         beta[idx] = new
-        q = np.clip(expit(np.clip(live.apply(beta), -ETA_LIMIT, ETA_LIMIT)), 1e-15, 1.0 - 1e-15)
+        eta = np.clip(live.apply(beta), -ETA_LIMIT, ETA_LIMIT)  # also the next iteration's, as `_irls` recomputes it
+        p = expit(eta)
+        q = np.clip(p, 1e-15, 1.0 - 1e-15)
         dev = -2.0 * np.bincount(live.system, t * (y * np.log(q) + (1.0 - y) * np.log1p(-q)), systems)
         done = np.abs(dev - dev_old) <= TOL * (np.abs(dev) + 0.1)
         dev_old = np.where(active, dev, dev_old)
@@ -150,7 +152,7 @@ def logistic_p_det(
             break
         keep = active[live.system]
         if not keep.all():
-            live, y, t = live.subset(keep), y[keep], t[keep]
+            live, y, t, eta, p = live.subset(keep), y[keep], t[keep], eta[keep], p[keep]
     return expit(np.clip(rows.apply(beta), -ETA_LIMIT, ETA_LIMIT)), ok
 
 
@@ -225,8 +227,20 @@ def _sic_splits(
     (``sq``: each cell's squared residuals, segments end to end from ``starts``): the cut (first cell of the right
     part) and the segment of each that rejects H0. Sums run per segment from its own start, as there."""
     idx = np.flatnonzero(test)
-    if idx.size == 0:
-        return np.zeros(0, dtype=np.int64), idx
+    bucket = np.ceil(np.log2(np.maximum(size[idx], 1))).astype(np.int64)  # padded to at most twice their size
+    cuts, parents = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
+    for b in np.unique(bucket).tolist():
+        cut, parent = _sic_bucket(lo, size, n, total, floor, idx[bucket == b], sq, starts, cum, cfg)
+        cuts.append(cut)
+        parents.append(parent)
+    return np.concatenate(cuts), np.concatenate(parents)
+
+
+def _sic_bucket(
+    lo: np.ndarray, size: np.ndarray, n: np.ndarray, total: np.ndarray, floor: np.ndarray, idx: np.ndarray,
+    sq: np.ndarray, starts: np.ndarray, cum: np.ndarray, cfg: PCDConfig,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_sic_splits` on segments ``idx`` of similar size, side by side in one padded array."""
     width = int(size[idx].max())
     pos = np.arange(width)
     inside = pos[None, :] < size[idx, None]
@@ -331,7 +345,7 @@ def estimate_resamples(
                               np.array([cfg.p_t]))  # fmt: skip
     for s, r in enumerate(systems.tolist()):
         if fine[r]:
-            out[r] = (float(point[s, 0, 0]), grid[s])
+            out[r] = (float(point[s, 0, 0]), np.ascontiguousarray(grid[s]))  # C order: the mPCD mean sums as before
     return out
 
 

@@ -6,10 +6,14 @@ all missed; and the pieces (normal equations, the largest distance above a thres
 
 from __future__ import annotations
 
+from functools import partial
+from unittest import mock
+
 import numpy as np
 import pytest
 from scipy.interpolate import BSpline
 
+from perception_safety.evaluation.pcd import bootstrap as boot_module
 from perception_safety.evaluation.pcd.bootstrap import _resample_cells, bootstrap_pcd
 from perception_safety.evaluation.pcd.cells import cell_estimate, cell_table
 from perception_safety.evaluation.pcd.compute import PCDConfig, PCDError, compute_pcd
@@ -129,7 +133,7 @@ def test_too_few_samples_and_one_distance_fail_in_both():
 
 
 def test_bootstrap_interval_is_the_same_batched_or_not():
-    x, y, g = hurdle_samples(1200, 5, tracks=25)
+    x, y, g = hurdle_samples(2000, 1, tracks=40)
     cfg = PCDConfig(model="hurdle", bootstrap={"n_boot": 50, "seed": 2})
     res = compute_pcd(x, y, cfg)
     _, unit = np.unique(g, return_inverse=True)
@@ -145,6 +149,12 @@ def test_bootstrap_interval_is_the_same_batched_or_not():
     np.testing.assert_array_equal(np.stack(grids), np.stack(grids_1))
     iv = bootstrap_pcd(res, x, y, g, cfg).interval
     assert iv.n_ok == 50 and iv.pcd_ci == tuple(np.quantile(pcds, [0.025, 0.975]))
+    with mock.patch.object(boot_module, "_resample_cells", partial(_resample_cells, batched=False)):
+        before = bootstrap_pcd(res, x, y, g, cfg).interval
+    # the grids' memory order decides how mPCD's mean is summed: the interval is the same to the last bit
+    assert (iv.pcd_ci, iv.mpcd_ci) == (before.pcd_ci, before.mpcd_ci)
+    np.testing.assert_array_equal(iv.grid_lo, before.grid_lo)
+    np.testing.assert_array_equal(iv.grid_hi, before.grid_hi)
 
 
 def test_nan_samples_are_refused_before_any_resample():
