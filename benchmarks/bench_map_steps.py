@@ -5,7 +5,10 @@ evaluate's read options); then every episode is mapped ``--copies`` times as a c
 (source path and episode renamed): `bag_pass.run_pass` with `evaluate.episode_parts`, each of its steps timed on
 its own with `time.process_time`; the partials are written as JSON text, read back (`pipeline.partials`: what a
 map in worker processes costs; in-process `evaluate` reduces the partials as built) and reduced
-(`evaluate.reduce_partials`). The per-copy read is not repeated (that is perfread's part).
+(`evaluate.reduce_partials`). The per-copy read is not repeated in the map; in the same run, on ``--copies`` copies
+of the bags (symlinked, as `bench_evaluate.py` makes them), the baseline of target 1 (rosbags' read + deserialisation
+of the non-image topics) and the map's own read (`bench_read.map_read`: `read_frames` as `evaluate` calls it) are
+timed, so the last line gives read + map + partial text + reduce against the bare read.
 
 Usage: python benchmarks/bench_map_steps.py --demo /work/demo_out [--copies 16] [--out DIR]
 (PYTHONPATH set to an older checkout measures that code with the same script.)
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
@@ -34,6 +39,10 @@ import perception_safety.pipeline.verdicts as verdicts
 from perception_safety.io.bag import BagReadReport
 from perception_safety.io.bag_inputs import select_bags
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_evaluate import demo_copies, read_non_image  # the copies and the baseline of target 1
+from bench_read import map_read  # the map's read of the copies
 
 try:
     from perception_safety.pipeline.partials import partial_text, read_partial
@@ -56,6 +65,10 @@ STEPS = [(evaluate, "screen_frames"), (evaluate, "confusion_part"), (evaluate, "
          (evidence, "evidence_part"), (evidence, "collect_stops"), (evidence, "collect_confusion"),
          (bag_pass, "box_extent")]
 """(module, function) of the map's steps, timed where the map calls them."""
+
+
+BASELINE = "baseline: rosbags read + deserialise (copies)"
+MAP_READ = "map read: read_frames (copies)"
 
 
 class Clock:
@@ -129,15 +142,25 @@ def main() -> None:
                      lambda: [read_partial(t, str(k)) for k, t in enumerate(texts)])
     reduced = partials if READS_BACK else built  # in-process evaluate reduces the partials as built
     clock("reduce_partials", lambda: evaluate.reduce_partials(reduced, cfg))
+    with tempfile.TemporaryDirectory(prefix="bench_map_steps_") as tmp:
+        copies = demo_copies(args.demo, args.copies, Path(tmp))
+        read_non_image(copies[:1])  # rosbags' imports and type store outside the timing
+        clock(BASELINE, lambda: read_non_image(copies))
+        clock(MAP_READ, lambda: map_read(copies, cfg))
+    bare = clock.s[BASELINE]
     size = sum(len(t) for t in texts) / 1e6
     print(f"{len(texts)} bags ({args.copies} copies of the demo's {len(inputs)} perception bags); their read once: "
           f"{read_once:.2f} CPU s (x{args.copies} = {read_once * args.copies:.2f}); partials {size:.1f} MB; load "
           + " / ".join(f"{v:.1f}" for v in os.getloadavg()))
     for name, s in sorted(clock.s.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:<40}{s:8.3f} CPU s")
+        print(f"  {name:<48}{s:8.3f} CPU s")
     steps = ["map (run_pass, after the read)", "partial JSON text (map)", "reduce_partials"]
     steps += ["partials read back (workers only)"] if READS_BACK else []
-    print(f"in-process evaluate after the read ({' + '.join(steps)}): {sum(clock.s[k] for k in steps):.3f} CPU s")
+    after = sum(clock.s[k] for k in steps)
+    print(f"in-process evaluate after the read ({' + '.join(steps)}): {after:.3f} CPU s")
+    whole = after + clock.s[MAP_READ]
+    print(f"read + map + partial text + reduce: {whole:.3f} CPU s = {whole / bare:.2f}x the bare read ({bare:.3f} "
+          f"CPU s, same run); load at end {' / '.join(f'{v:.1f}' for v in os.getloadavg())}")
     _ = breakdowns  # imported so its module-level names exist before the steps are wrapped
 
 
