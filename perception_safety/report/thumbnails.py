@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import cv2
@@ -67,9 +68,22 @@ def _window(shape: Sequence[int], box: Sequence[float] | None, aspect: float = 4
 def draw_reference(frame: Frame, ref: Mapping[str, Any], monitors: MonitorsConfig, truth: TruthStyle,
                    width: int = 240, crop: bool = True, full_size: tuple[int, int] | None = None,
                    min_h: int = MIN_WINDOW_H) -> bytes:
-    """One referenced frame drawn and (with ``crop``) cut around the reference's box (a window at least ``min_h``
-    px tall), ``width`` px wide (0: as large as the window): JPEG for a cropped thumbnail, PNG for a whole frame
-    (with the legend).
+    """`draw_picture` encoded: JPEG for a cropped thumbnail, PNG for a whole frame (with the legend)."""
+    return encode_picture(draw_picture(frame, ref, monitors, truth, width, crop, full_size, min_h), crop)
+
+
+def encode_picture(img: np.ndarray, crop: bool = True) -> bytes:
+    """A drawn picture as a file: JPEG (quality 72) for a thumbnail, PNG for a whole frame."""
+    if crop:
+        return encode_jpeg(img, 72)
+    return cv2.imencode(".png", cv2.cvtColor(img, cv2.COLOR_RGB2BGR))[1].tobytes()
+
+
+def draw_picture(frame: Frame, ref: Mapping[str, Any], monitors: MonitorsConfig, truth: TruthStyle,
+                 width: int = 240, crop: bool = True, full_size: tuple[int, int] | None = None,
+                 min_h: int = MIN_WINDOW_H) -> np.ndarray:
+    """One referenced frame drawn (RGB) and (with ``crop``) cut around the reference's box (a window at least
+    ``min_h`` px tall), ``width`` px wide (0: as large as the window).
 
     Labels are drawn at the size they will have in the picture (the overlay's text scaled by the shrink factor).
     ``full_size`` (width, height): the image was decoded smaller (`frames_in_windows` ``coarse``); the window, the
@@ -89,24 +103,30 @@ def draw_reference(frame: Frame, ref: Mapping[str, Any], monitors: MonitorsConfi
     size = (width, max(1, round(ch / shrink)))
     if img.shape[1::-1] != size:
         img = cv2.resize(img, size, interpolation=cv2.INTER_AREA)
-    if crop:
-        return encode_jpeg(img, 72)
-    return cv2.imencode(".png", cv2.cvtColor(img, cv2.COLOR_RGB2BGR))[1].tobytes()
+    return img
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Thumb:
-    """A reference and its picture (None when the bag or the image could not be read: ``missing`` says why);
-    ``seeked``: read by its recording window (False: its bag's non-image topics were read whole)."""
+    """A reference and its picture (RGB, as drawn; None when the bag or the image could not be read: ``missing``
+    says why); ``seeked``: read by its recording window (False: its bag's non-image topics were read whole);
+    ``crop``: a thumbnail cut around the object (else the whole frame)."""
 
     ref: Mapping[str, Any]
-    jpeg: bytes | None
+    picture: np.ndarray | None
     missing: str = ""
     seeked: bool = False
+    crop: bool = True
 
     @property
     def alt(self) -> str:
         return alt_text(self.ref)
+
+    @cached_property
+    def jpeg(self) -> bytes | None:
+        """The picture as a file (`encode_picture`: JPEG for a thumbnail, PNG for a whole frame), encoded once when
+        asked (the report's strips put several pictures in one file instead)."""
+        return None if self.picture is None else encode_picture(self.picture, self.crop)
 
 
 def _window_of(ref: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -192,6 +212,6 @@ def thumbnails(refs: Sequence[Mapping[str, Any]], topics: BagTopics, monitors: M
         else:
             size = full.get(key)
             size = size if size is not None and tuple(f.image.shape[1::-1]) != size else None  # decoded coarse
-            out.append(Thumb(r, draw_reference(f, r, monitors, truth, widths[i], crop, size, heights[i]),
-                             seeked=key in seeked))
+            out.append(Thumb(r, draw_picture(f, r, monitors, truth, widths[i], crop, size, heights[i]),
+                             seeked=key in seeked, crop=crop))
     return out
