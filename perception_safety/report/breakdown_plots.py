@@ -15,8 +15,8 @@ from perception_safety.evaluation.confusion.metrics import ClassMetrics
 from perception_safety.evaluation.pcd.compute import PCDResult
 from perception_safety.report.confusion_plots import draw_rates, rate_xlim
 from perception_safety.report.figure_save import REPORT_WIDTH, columns_for, save_svg
-from perception_safety.report.pcd_plots import draw_fit, fit_legend, fit_limits
-from perception_safety.report.svg.axes import Axes, Box, colour, legend_row, limits, panel_grid, suptitle, union
+from perception_safety.report.pcd_plots import draw_fit, fit_legend, fit_limits, shared_ylim
+from perception_safety.report.svg.axes import Axes, Box, colour, legend_row, limits, panel_grid, suptitle
 from perception_safety.report.svg.canvas import Canvas, FigureDataError, text_width
 
 
@@ -71,7 +71,7 @@ def pcd_small_multiples(
     suptitle(canvas, title)
     fits = [r for r in per_value.values() if not isinstance(r, str)]
     legend_row(canvas, fit_legend(fits), 30)
-    ylim = union([fit_limits(r)[1] for r in fits]) if fits else (0.0, 1.0)
+    ylim = shared_ylim(fits)
     for i, (box, (value, res)) in enumerate(zip(boxes, per_value.items(), strict=True)):
         panel = str(value)  # the attribute is in the figure's title
         if isinstance(res, str):

@@ -32,6 +32,17 @@ def fit_limits(result: PCDResult) -> tuple[tuple[float, float], tuple[float, flo
     return xlim, limits(*curves, what="PCD fit (IoU × confidence)")
 
 
+def shared_ylim(results: Sequence[PCDResult]) -> tuple[float, float]:
+    """The y range of several fit panels sharing their axis (the drawable ones; (0, 1) when none is)."""
+    ranges = []
+    for r in results:
+        try:
+            ranges.append(fit_limits(r)[1])
+        except FigureDataError:
+            continue  # its panel says why
+    return union(ranges) if ranges else (0.0, 1.0)
+
+
 def fit_legend(results: Sequence[PCDResult]) -> list[LegendEntry]:
     """One legend for several `draw_fit` panels: the parts any of them draws, without per-panel values."""
     if not results:
@@ -96,7 +107,7 @@ def fits_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path, widt
     if not results:
         Axes(canvas, boxes[0], (0, 1), (0, 1)).note("not computed: no PCD result to draw")
         return save_svg(canvas, path)
-    ylim = union([fit_limits(r)[1] for _, r in results])
+    ylim = shared_ylim([r for _, r in results])
     for i, (box, (label, res)) in enumerate(zip(boxes, results, strict=False)):
         title = f"{label} ({res.model}): {len(res.change_points.distances)} change point(s)"
         try:

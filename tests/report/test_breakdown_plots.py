@@ -52,3 +52,19 @@ def test_returns_bars_mark_missing_values(tmp_path, parse_svg, svg_texts):
     assert len(bars) == 5 and abs(heights[-1] / heights[0] - 4.0) < 0.02  # 0.4 vs 0.1
     empty = parse_svg(returns_bars({}, "perturbation", tmp_path / "e.svg"))
     assert any(t.startswith("not computed") for t in svg_texts(empty))
+
+
+def test_non_finite_data_give_a_named_message_not_a_broken_file(tmp_path, parse_svg, svg_texts):
+    import dataclasses
+
+    per_value = {"none": {"E1": {"SG": float("nan"), "RH": float("inf"), "AC": float("nan")}}}
+    texts = svg_texts(parse_svg(returns_bars(per_value, "perturbation", tmp_path / "nan.svg")))
+    assert texts.count("n/a") == 3 and "E1, averaged over frames" in texts  # each bar says it has no value
+    rng = np.random.default_rng(5)
+    x = np.sort(rng.uniform(0, 60, 200))
+    res = compute_pcd(x, np.clip(0.9 - 0.01 * x + rng.normal(0, 0.05, x.size), 0, 1))
+    broken = dataclasses.replace(res, x=np.full(x.size, np.nan), pcd=float("nan"), interval=None)
+    root = parse_svg(pcd_small_multiples({"good": res, "broken": broken}, "light", "ped", tmp_path / "p.svg"))
+    notes = [t.replace("\n", " ") for t in svg_texts(root)]
+    assert "not drawn: PCD fit (distance): no finite value to draw (empty, NaN or inf data)" in notes
+    assert f"good: PCD {res.pcd:.1f} m, n = 200" in svg_texts(root)
