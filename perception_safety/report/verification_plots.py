@@ -105,6 +105,9 @@ def plot_satisfaction(
                      for v, d in data.items())
     canvas = Canvas(w, h, title, desc, Path(path).stem)
     suptitle(canvas, title + ("\n(shaded: interval-chain bounds [lower, upper])" if banded else ""))
+    everything = [p for d in data.values() for ps in d.values() for p in ps]  # one x and y range: shared axes
+    xs = [p[0] for p in everything] or [0]
+    xlim = (min(xs) - 0.25, max(xs) + 0.25) if max(xs) > min(xs) else (xs[0] - 1.0, xs[0] + 1.0)
     for i, (box, variant) in enumerate(zip(boxes, variants, strict=True)):
         d = data[variant]
         panel = TITLES.get(variant, variant)
@@ -114,10 +117,8 @@ def plot_satisfaction(
             Axes(canvas, box, (0, 1), (0, 1)).note(f"not computed: no result for variant '{variant}', true "
                                                    f"environment '{true_env}', spec '{spec}' (see the warnings)")
             continue
-        xs = [p[0] for p in pts]
-        xlim = (min(xs) - 0.25, max(xs) + 0.25) if max(xs) > min(xs) else (xs[0] - 1.0, xs[0] + 1.0)
         try:
-            ylim = _log_limits(pts) if log_scale else (-0.02, 1.02)
+            ylim = _log_limits(everything) if log_scale else (-0.02, 1.02)
             ax = Axes(canvas, box, xlim, ylim, ylog=log_scale)
         except FigureDataError as exc:
             Axes(canvas, box, (0, 1), (0, 1)).note(f"not drawn: {exc}")

@@ -97,3 +97,11 @@ def test_coinciding_lines_are_found():
     assert coinciding(RECORDS, "class", "ped", "phi") == [1, 2]  # 0.5 ** v0 for both V
     shifted = [{**r, "probability": r["probability"] / r["max_speed"]} for r in RECORDS]
     assert coinciding(shifted, "class", "ped", "phi") == []
+
+
+def test_panels_share_their_axes_also_on_a_log_scale(tmp_path, parse_svg):
+    records = [{**r, "probability": r["probability"] * (1e-6 if r["variant"] == "class" else 1.0)} for r in RECORDS]
+    root = parse_svg(plot_satisfaction(records, tmp_path / "log.svg", variants=("class", "prop_by_distance"),
+                                       log_scale=True))
+    labels = {t.text for t in root.iter(f"{SVG}text") if t.text and t.text.startswith("1e")}
+    assert {"1e-7", "1e0"} <= labels  # one range for both panels: the left column's labels read for the right one
