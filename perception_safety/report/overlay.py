@@ -250,9 +250,6 @@ def draw_overlay(
     for key in ("stop", "stop_corridor"):
         if key in outlines and len(outlines[key]):
             cv2.polylines(img, [np.round(outlines[key]).astype(np.int32)], True, STOP, thick, cv2.LINE_8)
-    from perception_safety.core.labels import LabelMatcher
-
-    watched = LabelMatcher(config.plausibility.watched_classes + config.stop_region.watched_classes)
     shown = [f"{name} region" for name in ("warning", "danger", "stop") if name in outlines]
     for tb, tid, ok in zip(state.tracks, state.track_ids, state.track_explained, strict=True):
         _box(img, tb, TRACK, 1)
@@ -262,6 +259,9 @@ def draw_overlay(
         marks = _draw_truth(img, frame, truth, scale, thick)
         shown = [k for k in LEGEND if k in marks] + shown
     else:
+        from perception_safety.core.labels import LabelMatcher
+
+        watched = LabelMatcher(config.plausibility.watched_classes + config.stop_region.watched_classes)
         for d in frame.detections:
             colour = WATCHED if watched(d.class_id) else OTHER
             b = d.box.as_tuple()
