@@ -34,23 +34,18 @@ def data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return x, np.clip(0.9 - 0.004 * x + rng.normal(0, 1, n) * sigma, 0, 1)
 
 
+def best_of(fn, repeats: int, clock=time.perf_counter) -> float:
+    """Least time of ``repeats`` calls (wall-clock; ``clock=time.process_time``: CPU)."""
+    times = []
+    for _ in range(repeats):
+        t0 = clock()
+        fn()
+        times.append(clock() - t0)
+    return min(times)
+
+
 def cpu_of(fn, repeats: int) -> float:
-    """Least CPU time of ``repeats`` calls."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.process_time()
-        fn()
-        times.append(time.process_time() - t0)
-    return min(times)
-
-
-def best_of(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    return best_of(fn, repeats, time.process_time)
 
 
 def loop_likelihoods(r: np.ndarray) -> np.ndarray:
