@@ -77,7 +77,10 @@ def _running_sums(w: np.ndarray, unit: np.ndarray, group: np.ndarray, groups: in
     sums: exact."""
     if group.size == 0:
         return np.zeros((len(w), groups), dtype=w.dtype)
-    pairs, count = np.unique(group * w.shape[1] + unit, return_counts=True)  # sorted: by group, then unit
+    keys = np.sort(group * w.shape[1] + unit, kind="stable")  # by group, then unit (already ordered by group: timsort
+    # merges the short runs in linear time)
+    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    pairs, count = keys[first], np.diff(np.r_[first, keys.size])
     of_pair, unit_of_pair = np.divmod(pairs, w.shape[1])
     values = w.take(unit_of_pair, axis=1)
     if count.max() > 1:

@@ -61,8 +61,8 @@ def test_weighted_precision_equals_the_reference_bit_for_bit() -> None:
 def test_runs_of_copies_all_hits_all_misses_and_one_unit_equal_the_reference() -> None:
     """The package reads precision at the end of each run of true positives and sums a run's weight per distinct
     (run, unit) pair: detections copied 16 times (the benchmark's input: each copy adjacent after the stable sort,
-    same episode), all true positives, all false positives, a single drawn episode, a resample of a unit without
-    detections must all give the per-rank reference's numbers."""
+    same episode), all true positives, all false positives, NaN scores, a single drawn episode, a resample of a unit
+    without detections must all give the per-rank reference's numbers."""
     for seed in range(4):
         scores, tp, fp, episode, gt, weights = _case(seed, n=60)
         rep = 16
@@ -76,6 +76,10 @@ def test_runs_of_copies_all_hits_all_misses_and_one_unit_equal_the_reference() -
             n_gt = weights @ (gt + np.bincount(episode, minlength=len(gt)))
             got = precision_at_recall_points(scores, *flags, n_gt, weights, episode)
             assert np.array_equal(got, _reference(scores, *flags, n_gt, weights[:, episode]), equal_nan=True)
+        nan_scores = np.where(np.arange(len(scores)) % 7 == 0, np.nan, scores)  # ranked last, in input order
+        n_gt = weights @ gt
+        got = precision_at_recall_points(nan_scores, tp, fp, n_gt, weights, episode)
+        assert np.array_equal(got, _reference(nan_scores, tp, fp, n_gt, weights[:, episode]), equal_nan=True)
         one = np.zeros((3, weights.shape[1]))
         one[:, 2] = [1.0, 3.0, 5.0]  # every resample draws episode 2 only
         n_gt = one @ gt
