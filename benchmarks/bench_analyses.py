@@ -87,13 +87,23 @@ def measure(demo: Path, copies: int, repeat: int, tmp: Path, profile: str | None
 
 
 def fresh_caches() -> None:
-    """Every run starts as a new `evaluate` process would: no interval solved by an earlier repeat."""
-    from perception_safety.evaluation import betabinomial
+    """Every run starts as a new `evaluate` process would: no interval solved, formula parsed or chain structure
+    worked out by an earlier repeat (modules a baseline revision lacks are skipped)."""
+    import importlib
 
-    for name in ("_pairs_interval", "cutoff"):
-        cached = getattr(betabinomial, name, None)
-        if hasattr(cached, "cache_clear"):
-            cached.cache_clear()
+    caches = {"perception_safety.evaluation.betabinomial": ("_pairs_interval", "cutoff"),
+              "perception_safety.verification.specs": ("parsed", "_environment"),
+              "perception_safety.verification.bounds": ("_min_max_env",),
+              "perception_safety.verification.reach": ("_cached_structure", "reach_form", "_tokens")}
+    for module, names in caches.items():
+        try:
+            mod = importlib.import_module(module)
+        except ImportError:
+            continue
+        for name in names:
+            cached = getattr(mod, name, None)
+            if hasattr(cached, "cache_clear"):
+                cached.cache_clear()
 
 
 def differences(a, b, path: str = "") -> list[tuple[str, float | None]]:

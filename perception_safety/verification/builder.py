@@ -8,6 +8,7 @@ call per observation outcome, never a Python loop per state) and handed to Storm
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -194,13 +195,28 @@ def check_labels(labels: Mapping[str, np.ndarray], n: int) -> dict[str, np.ndarr
     return out
 
 
+_TABLES: weakref.WeakKeyDictionary[AbstractSystem, dict[Any, tuple[np.ndarray, np.ndarray]]] = (
+    weakref.WeakKeyDictionary())
+
+
 def successor_table(system: AbstractSystem, observations: ObservationModel) -> tuple[np.ndarray, np.ndarray]:
     """``(bins[s], succ[s, j])``: each state's distance bin and its controller successor ``K(s, y_j)``.
 
     Everything Algorithm 3 needs besides the probabilities; shared by the point chain, the interval chain
     and the posterior (one vectorised controller call per observation outcome). Raises `VerificationError`
-    naming the state when a state has no bin or the controller leaves the state space.
+    naming the state when a state has no bin or the controller leaves the state space. Kept per system and
+    (outcomes, bin edges), read-only: the sweep asks it of one system for the chain, its decision bins, its interval
+    chain and its skeleton.
     """
+    key = (observations.outcomes, observations.bin_edges)
+    tables = _TABLES.setdefault(system, {})
+    if key not in tables:
+        bins, succ = _successor_table(system, observations)
+        tables[key] = (_readonly(bins), _readonly(succ))
+    return tables[key]
+
+
+def _successor_table(system: AbstractSystem, observations: ObservationModel) -> tuple[np.ndarray, np.ndarray]:
     n = int(system.n_states)
     if n <= 0:
         raise VerificationError(f"the system has {n} states; expected at least one")

@@ -47,6 +47,7 @@ class EpisodeChains:
     used: np.ndarray
     filled: dict[int, int] = field(default_factory=dict)
     alpha: float = 0.05
+    _rows: dict[str, tuple[np.ndarray, ...]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def episodes(self) -> int:
@@ -57,10 +58,11 @@ class EpisodeChains:
         v = self.values.get(spec)
         if v is None or v.shape[0] == 0:
             return {"episode_chains": self.episodes}
-        x = np.clip(v[:, i], 0.0, 1.0)
-        lo, hi = clopper_pearson(float(x.sum()), x.size, self.alpha)
-        return {"episode_mean": float(x.mean()), "episode_lower": float(lo), "episode_upper": float(hi),
-                "episode_chains": self.episodes}
+        if spec not in self._rows:  # every initial state at once; each column's sum as numpy sums it alone
+            x = np.ascontiguousarray(np.clip(v, 0.0, 1.0).T)
+            self._rows[spec] = (x.mean(axis=1), *clopper_pearson(x.sum(axis=1), x.shape[1], self.alpha))
+        mean, lo, hi = (float(a[i]) for a in self._rows[spec])
+        return {"episode_mean": mean, "episode_lower": lo, "episode_upper": hi, "episode_chains": self.episodes}
 
 
 def episode_probabilities(counted: CountedObservations, bins: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -87,6 +89,15 @@ def episode_chains(system: AbstractSystem, counted: CountedObservations, skeleto
                    specs: dict[str, str], bins: np.ndarray, alpha: float, where: str,
                    warnings: list[str]) -> EpisodeChains:
     """Every episode's chain checked (module docstring); warnings name the episodes left out or filled in."""
+    return episodes_and_draws(system, counted, skeleton, specs, bins, alpha, where, warnings)[0]
+
+
+def episodes_and_draws(system: AbstractSystem, counted: CountedObservations, skeleton: ChainSkeleton,
+                       specs: dict[str, str], bins: np.ndarray, alpha: float, where: str, warnings: list[str],
+                       draws: np.ndarray | None = None,
+                       ) -> tuple[EpisodeChains, dict[str, np.ndarray | VerificationError] | None]:
+    """`episode_chains` and, with ``draws`` (the posterior's ``[draw, bin, outcome]``), their P(φ) ``[draw,
+    initial state]`` solved in the same pass (`posterior.posterior_values`; each column its own: the same numbers)."""
     probs, empty, used = episode_probabilities(counted, bins)
     total = used.size
     if not used.all():
@@ -100,10 +111,16 @@ def episode_chains(system: AbstractSystem, counted: CountedObservations, skeleto
                         f"the pooled column there ({per_bin} of {int(used.sum())} episode(s))")
     p = probs[used]
     values: dict[str, np.ndarray] = {}
-    if p.shape[0]:
-        for name, v in posterior_values(skeleton, p, specs).items():
-            values[name] = _storm(system, counted, p, specs[name]) if isinstance(v, VerificationError) else v
-    return EpisodeChains(values, used, filled, alpha)
+    drawn: dict[str, np.ndarray | VerificationError] | None = None
+    if p.shape[0] or draws is not None:
+        d = 0 if draws is None else draws.shape[0]
+        both = posterior_values(skeleton, p if draws is None else np.concatenate([draws, p]), specs)
+        drawn = None if draws is None else {k: v if isinstance(v, VerificationError) else v[:d]
+                                            for k, v in both.items()}
+        if p.shape[0]:
+            for name, v in both.items():
+                values[name] = _storm(system, counted, p, specs[name]) if isinstance(v, VerificationError) else v[d:]
+    return EpisodeChains(values, used, filled, alpha), drawn
 
 
 def _storm(system: AbstractSystem, counted: CountedObservations, probs: np.ndarray, formula: str) -> np.ndarray:

@@ -61,6 +61,20 @@ class ChainSkeleton:
         return len(self.indptr) - 1
 
     @cached_property
+    def reachable(self) -> np.ndarray:
+        """Mask of the states reachable from the initial ones: the only states whose values P(φ) at the initial
+        states reads (most of a memory chain's ``(state, last observation)`` pairs are never reached)."""
+        from scipy.sparse import csr_matrix
+        from scipy.sparse.csgraph import breadth_first_order
+
+        n = self.n_states
+        graph = csr_matrix((np.ones(len(self.indices), dtype=np.int8), self.indices, self.indptr), shape=(n, n))
+        keep = np.zeros(n, dtype=bool)
+        for s in np.asarray(self.initial_states).tolist():
+            keep[breadth_first_order(graph, int(s), directed=True, return_predecessors=False)] = True
+        return keep
+
+    @cached_property
     def order(self) -> list[Level]:
         """`component_levels` of the chain: one solving order for every formula (`solve_until_many`)."""
         return component_levels(self.indptr, self.indices)
@@ -81,14 +95,21 @@ class ChainSkeleton:
             raise plan
         return plan
 
-    def data(self, probs: np.ndarray) -> np.ndarray:
-        """Transition values ``[draw, t]`` from observation probabilities ``[draw, bin, outcome]``."""
+    def data(self, probs: np.ndarray, states: np.ndarray | None = None) -> np.ndarray:
+        """Transition values ``[draw, t]`` from observation probabilities ``[draw, bin, outcome]``; with ``states``
+        (a mask) only their transitions' (the others 0: each value is its own row of the product)."""
         p = np.asarray(probs, dtype=np.float64)
         if p.ndim == 2:
             p = p[None]
         if p.shape[1:] != (self.n_bins, self.n_outcomes):
             raise VerificationError(f"expected probabilities [draw, {self.n_bins}, {self.n_outcomes}], got {p.shape}")
-        return np.asarray((self.mixing @ p.reshape(p.shape[0], -1).T).T)
+        x = p.reshape(p.shape[0], -1).T
+        if states is None or states.all():
+            return np.asarray((self.mixing @ x).T)
+        rows = np.repeat(states, np.diff(self.indptr))
+        out = np.zeros((len(self.indices), p.shape[0]))
+        out[rows] = self.mixing[np.flatnonzero(rows)] @ x
+        return out.T
 
 
 def chain_skeleton(system: AbstractSystem, observations: ObservationModel) -> ChainSkeleton:
@@ -175,8 +196,9 @@ def posterior_values(skeleton: ChainSkeleton, probs: np.ndarray,
                      formulas: Mapping[str, str]) -> dict[str, np.ndarray | VerificationError]:
     """P(φ) ``[draw, initial state]`` for every formula (``reach.reach_form`` shapes; others map to the error);
     every formula in one pass (`until_solve.solve_until_many`) when the formulas' maybe-sets are unions of the
-    chain's strongly connected components (the car-pedestrian chains and their memory products)."""
-    data = skeleton.data(probs)
+    chain's strongly connected components (the car-pedestrian chains and their memory products). Only the
+    transitions of states reachable from the initial ones get values (the others are never read)."""
+    data = skeleton.data(probs, skeleton.reachable)
     out: dict[str, np.ndarray | VerificationError] = {}
     plans = {}
     for name, formula in formulas.items():
@@ -186,7 +208,7 @@ def posterior_values(skeleton: ChainSkeleton, probs: np.ndarray,
             out[name] = exc
             continue
         out[name] = np.empty(0)  # keeps the formulas' order
-    masks = [(goal, st.maybe) for _, _, goal, st in plans.values()]
+    masks = [(goal, st.maybe & skeleton.reachable) for _, _, goal, st in plans.values()]
     many = plans and np.diff(skeleton.indptr).max(initial=0) <= REDUCEAT_SEQUENTIAL and solvable(skeleton.order, masks)
     if many:
         solved = dict(zip(plans, solve_until_many(skeleton.indptr, skeleton.indices, data, masks, skeleton.order),

@@ -15,7 +15,7 @@ precedence) are evaluated here to boolean masks. Other shapes (``X``, bounded or
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -35,7 +35,9 @@ class ReachForm:
     negate: bool
 
 
-def _tokens(text: str) -> list[str]:
+@lru_cache(maxsize=256)
+def _tokens(text: str) -> tuple[str, ...]:
+    """The formula's tokens (read once per text: the sweep reads the same few formulas for every chain)."""
     out, pos = [], 0
     text = text.rstrip()
     while pos < len(text):
@@ -44,10 +46,10 @@ def _tokens(text: str) -> list[str]:
             break
         out.append(m.group(1))
         pos = m.end()
-    return out
+    return tuple(out)
 
 
-def _top_level_split(tokens: list[str], op: str) -> list[list[str]]:
+def _top_level_split(tokens: Sequence[str], op: str) -> list[list[str]]:
     parts: list[list[str]] = [[]]
     depth = 0
     for t in tokens:
@@ -59,7 +61,7 @@ def _top_level_split(tokens: list[str], op: str) -> list[list[str]]:
     return parts
 
 
-def _strip_parens(tokens: list[str]) -> list[str]:
+def _strip_parens(tokens: Sequence[str]) -> Sequence[str]:
     while len(tokens) >= 2 and tokens[0] == "(" and tokens[-1] == ")":
         depth = 0
         for i, t in enumerate(tokens):
@@ -70,6 +72,7 @@ def _strip_parens(tokens: list[str]) -> list[str]:
     return tokens
 
 
+@lru_cache(maxsize=256)
 def reach_form(formula: str) -> ReachForm:
     """Read ``P=? [F a]``, ``P=? [a U b]``, ``P=? [G a]`` or ``P=? [(G a) & (G b) …]`` as a `ReachForm`."""
     m = re.fullmatch(r"\s*P\s*=\s*\?\s*\[(.*)\]\s*", formula, flags=re.S)

@@ -26,7 +26,7 @@ from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.interval_chain import decision_bins
 from perception_safety.verification.memory import ObservationRuns
 from perception_safety.verification.memory_check import MemoryData, check_memory_steps
-from perception_safety.verification.per_episode import episode_chains
+from perception_safety.verification.per_episode import episodes_and_draws
 from perception_safety.verification.posterior import chain_skeleton, round_to_error
 from perception_safety.verification.specs import check_steps
 from perception_safety.verification.storm_batch import Steps, timed
@@ -98,13 +98,15 @@ def chain_steps(c: Combo, V: int) -> Steps[ChainDone]:
         if c.memory is not None:
             mem = yield from check_memory_steps(system, c.memory, specs, cfg, where, warnings, bins)
         skeleton = chain_skeleton(system, obs)
-        per_ep = None if counted.clusters is None else episode_chains(
-            system, counted, skeleton, specs, bins, cfg.alpha, where, warnings)
-        return bounds, info, unit, mem, skeleton, per_ep
+        per_ep, drawn = None, None
+        if counted.clusters is not None:  # the episodes' chains and the posterior's draws: one solve
+            per_ep, drawn = episodes_and_draws(system, counted, skeleton, specs, bins, cfg.alpha, where,
+                                               warnings, c.draws)
+        return bounds, info, unit, mem, skeleton, per_ep, drawn
 
-    bounds, info, unit, mem, skeleton, per_ep = yield from timed(uncertainty(), seconds)
+    bounds, info, unit, mem, skeleton, per_ep, drawn = yield from timed(uncertainty(), seconds)
     t3 = time.perf_counter()
-    post = chain_posterior(system, obs, c.draws, specs, cfg, warnings, skeleton)
+    post = chain_posterior(system, obs, c.draws, specs, cfg, warnings, skeleton, drawn)
     t4 = time.perf_counter()
     rows = []
     for spec_name in specs:

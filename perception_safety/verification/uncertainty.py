@@ -88,12 +88,15 @@ def posterior_draws(counted: CountedObservations, cfg: VerificationConfig, varia
 def chain_posterior(
     system: AbstractSystem, obs: ObservationModel, draws: np.ndarray | None, specs: dict[str, str],
     cfg: VerificationConfig, warnings: list[str], skeleton: ChainSkeleton | None = None,
+    values: dict[str, np.ndarray | VerificationError] | None = None,
 ) -> dict[str, PosteriorSummary]:
     """Credible interval of P(φ) at the initial states for every spec (batched absorbing-chain solves);
-    ``skeleton``: `chain_skeleton(system, obs)` when the caller already has it."""
+    ``skeleton``: `chain_skeleton(system, obs)` when the caller already has it; ``values``: the draws' P(φ) when
+    the caller solved them (`per_episode.episode_chains`)."""
     if draws is None:
         return {}
-    values = posterior_values(skeleton or chain_skeleton(system, obs), draws, specs)
+    if values is None:
+        values = posterior_values(skeleton or chain_skeleton(system, obs), draws, specs)
     solved = {}
     for name, v in values.items():
         if isinstance(v, VerificationError):

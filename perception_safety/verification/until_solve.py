@@ -137,27 +137,28 @@ def solve_until_many(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
     for j, (goal, mask) in enumerate(masks):
         x[goal, j] = 1.0
         maybe[:, j] = mask
+    flat = x.reshape(n * k, d)  # a view: row s * k + j is x[s, j]
     n_t = len(indices)
     padded = np.concatenate([vals_all, np.zeros((1, d))])  # row n_t: the padding edge, value 0
     targets = np.append(indices, 0)
     for level in levels:
-        s = level.singles[maybe[level.singles].any(axis=1)]  # a state no formula solves keeps its value
-        if s.size:
+        row, form = np.nonzero(maybe[level.singles])  # the (state, formula) pairs to solve: maybe states only
+        if row.size:
+            s = level.singles[row]
             lens = indptr[s + 1] - indptr[s]
             width = np.arange(int(lens.max()))
             edge = np.where(width < lens[:, None], indptr[s][:, None] + width, n_t)  # j-th edge of each, or padding
             terms = [(padded[edge[:, j]], targets[edge[:, j]]) for j in width]
-            num = np.zeros((s.size, k, d))  # as np.add.reduceat adds a run: its first term + (0 + the others)
+            num = np.zeros((s.size, d))  # as np.add.reduceat adds a run: its first term + (0 + the others)
             stay = np.zeros((s.size, d))
             for v, t in terms[1:]:
-                num += v[:, None, :] * x[t]  # x of a maybe state is still 0 here
+                num += v * flat[t * k + form]  # x of a maybe state is still 0 here
                 stay += v * (t == s)[:, None]
             v, t = terms[0]
-            num = v[:, None, :] * x[t] + num
+            num = v * flat[t * k + form] + num
             stay = v * (t == s)[:, None] + stay
-            leave = np.broadcast_to((1.0 - stay)[:, None, :], num.shape)
-            new = np.divide(num, leave, out=np.zeros_like(num), where=leave > 0)
-            x[s] = np.where(maybe[s][:, :, None], new, x[s])
+            leave = 1.0 - stay
+            flat[s * k + form] = np.divide(num, leave, out=np.zeros_like(num), where=leave > 0)
         for states in level.blocks:
             which = np.flatnonzero(maybe[states[0]])
             if which.size:
