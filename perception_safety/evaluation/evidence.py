@@ -96,8 +96,9 @@ class EvidenceCollector:
         ranked = which[order]
         starts = np.flatnonzero(np.r_[True, ranked[1:] != ranked[:-1]])
         rank = np.arange(which.size) - np.repeat(starts, np.diff(np.r_[starts, which.size]))
+        which_l = which.tolist()
         for i in np.sort(order[rank < self.per_cell]).tolist():
-            self._keep(cells[which[i]], ref(i))
+            self._keep(cells[which_l[i]], ref(i))
 
     def refs(self, cell: str) -> list[FrameRef]:
         """The kept references of ``cell``, most informative first."""
@@ -149,15 +150,19 @@ def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: Conf
                       edges[k % len(edges)], edges[k % len(edges) + 1]) for k in keys.tolist()]  # fmt: skip
     dist = batch.gt_distances[gts]
     matched = pred == true
+    # what a reference reads, as Python lists (one conversion per episode, not numpy scalars per reference)
+    gts_l, pred_l, true_l, dist_l = gts.tolist(), pred.tolist(), true.tolist(), dist.tolist()
+    boxes_l, frame_l, stamps_l = batch.gt_boxes.tolist(), gt_frame.tolist(), np.asarray(stamps).tolist()
+    tracks_l = batch.gt_tracks.tolist() if batch.gt_tracks is not None else None
 
     def gt_ref(i: int) -> FrameRef:
-        g = int(gts[i])
-        p, t = names[int(pred[i])], names[int(true[i])]
+        g = gts_l[i]
+        p, t = names[pred_l[i]], names[true_l[i]]
         kind = _kind(p, t, cfg.empty_label)
-        d = float(dist[i])
-        track = str(batch.gt_tracks[g]) if batch.gt_tracks is not None else ""
-        return FrameRef(int(stamps[gt_frame[g]]), kind, t, d, tuple(batch.gt_boxes[g].tolist()),
-                        f"track {track}" if track else "", d if kind != "matched" else -d)
+        d = dist_l[i]
+        track = str(tracks_l[g]) if tracks_l is not None else ""
+        return FrameRef(stamps_l[frame_l[g]], kind, t, d, tuple(boxes_l[g]), f"track {track}" if track else "",
+                        d if kind != "matched" else -d)
 
     col.add_ranked(cells, which.reshape(-1), np.where(matched, -dist, dist), stamps[gt_frame[gts]], gt_ref)
     det_frame = np.repeat(np.arange(batch.n_frames), np.diff(batch.det_offsets))

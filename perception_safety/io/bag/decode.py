@@ -5,28 +5,52 @@ same whichever path read the bytes."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
-from perception_safety.core.types import Detection, GroundTruthObject, make_detection
+from perception_safety.core.types import (
+    Detection,
+    GroundTruthObject,
+    make_box_from_center,
+    make_detection,
+    make_ground_truth,
+)
 from perception_safety.io import bag_messages as bm
 from perception_safety.io.bag import cdr_fields as cf
 from perception_safety.monitors.base import MonitorResult
 
+_isfinite, _hypot = math.isfinite, math.hypot
+
 
 def _detections(raw: bytes) -> tuple[int, tuple[Detection, ...]]:
+    """Detections of a Detection2DArray: an entry whose hypothesis and box pass the checks in one test (a finite
+    sum: every term finite; sizes not negative) is built here, any other goes through `bag_messages`' checks,
+    which build it or raise the error the rosbags path raises."""
     stamp, items = cf.detection2d_array(raw)
     out = []
-    for i, (first, _, box, _) in enumerate(items):
-        class_id, score = bm.hypothesis_of_values(i, first)
-        out.append(make_detection(bm.box_of_values(i, *box), class_id, score))
+    for i, (first, _, (cx, cy, sx, sy), _) in enumerate(items):
+        if first is not None and sx >= 0 and sy >= 0 and _isfinite(first[1] + cx + cy + sx + sy):
+            out.append(make_detection(make_box_from_center(cx, cy, sx, sy), first[0], first[1]))
+        else:
+            class_id, score = bm.hypothesis_of_values(i, first)
+            out.append(make_detection(bm.box_of_values(i, cx, cy, sx, sy), class_id, score))
     return stamp, tuple(out)
 
 
 def _ground_truth(raw: bytes) -> tuple[int, tuple[GroundTruthObject, ...]]:
+    """Ground truth of a Detection2DArray, the regular entries built here as in `_detections`."""
     stamp, items = cf.detection2d_array(raw)
-    return stamp, tuple(bm.ground_truth_of_values(i, first, position or (0.0, 0.0, 0.0), box, ident)
-                        for i, (first, position, box, ident) in enumerate(items))
+    out = []
+    for i, (first, position, box, ident) in enumerate(items):
+        cx, cy, sx, sy = box
+        if first is not None and position is not None and sx >= 0 and sy >= 0 and \
+                _isfinite(first[1] + cx + cy + sx + sy):
+            out.append(make_ground_truth(make_box_from_center(cx, cy, sx, sy), first[0], _hypot(*position),
+                                         position, ident, first[1] == 0.0))
+        else:
+            out.append(bm.ground_truth_of_values(i, first, position or (0.0, 0.0, 0.0), box, ident))
+    return stamp, tuple(out)
 
 
 def _ego(raw: bytes) -> tuple[int, Any]:
