@@ -153,11 +153,15 @@ class PosteriorSummary:
 def quantile_mc_error(values: np.ndarray, q: float) -> np.ndarray:
     """Monte-Carlo standard error of the ``q``-quantile of ``values`` (axis 0) from the order statistics one
     binomial standard deviation ``sqrt(D q (1 − q))`` either side of ``D q``: half their distance."""
-    d = values.shape[0]
-    half = np.sqrt(d * q * (1 - q))
-    lo_i, hi_i = int(np.clip(np.floor(d * q - half), 0, d - 1)), int(np.clip(np.ceil(d * q + half), 0, d - 1))
+    lo_i, hi_i = _order_indices(values.shape[0], q)
     s = np.sort(values, axis=0)
     return (s[hi_i] - s[lo_i]) / 2
+
+
+def _order_indices(d: int, q: float) -> tuple[int, int]:
+    """The order statistics `quantile_mc_error` reads: one binomial standard deviation either side of ``D q``."""
+    half = np.sqrt(d * q * (1 - q))
+    return int(np.clip(np.floor(d * q - half), 0, d - 1)), int(np.clip(np.ceil(d * q + half), 0, d - 1))
 
 
 def summarise(values: np.ndarray, level: float) -> PosteriorSummary:
@@ -175,7 +179,9 @@ def summarise_many(values: list[np.ndarray], level: float) -> list[PosteriorSumm
     qs = ((1 - level) / 2, (1 + level) / 2)
     both = np.concatenate(values, axis=1)
     lo, hi = np.quantile(both, qs, axis=0)
-    q_err = np.maximum(quantile_mc_error(both, qs[0]), quantile_mc_error(both, qs[1]))
+    (a0, b0), (a1, b1) = (_order_indices(both.shape[0], q) for q in qs)
+    part = np.partition(both, sorted({a0, b0, a1, b1}), axis=0)  # those order statistics, as a sort puts them
+    q_err = np.maximum((part[b0] - part[a0]) / 2, (part[b1] - part[a1]) / 2)
     cut = np.cumsum([0, *(v.shape[1] for v in values)])
     out = []
     for v, a, b in zip(values, cut[:-1], cut[1:], strict=True):

@@ -148,17 +148,25 @@ def solve_until_many(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
             lens = indptr[s + 1] - indptr[s]
             width = np.arange(int(lens.max()))
             edge = np.where(width < lens[:, None], indptr[s][:, None] + width, n_t)  # j-th edge of each, or padding
-            terms = [(padded[edge[:, j]], targets[edge[:, j]]) for j in width]
+            tgt = targets[edge]
             num = np.zeros((s.size, d))  # as np.add.reduceat adds a run: its first term + (0 + the others)
-            stay = np.zeros((s.size, d))
-            for v, t in terms[1:]:
-                num += v * flat[t * k + form]  # x of a maybe state is still 0 here
-                stay += v * (t == s)[:, None]
-            v, t = terms[0]
-            num = v * flat[t * k + form] + num
-            stay = v * (t == s)[:, None] + stay
-            leave = 1.0 - stay
-            flat[s * k + form] = np.divide(num, leave, out=np.zeros_like(num), where=leave > 0)
+            for j in width[1:]:
+                term = padded[edge[:, j]]
+                term *= flat[tgt[:, j] * k + form]  # x of a maybe state is still 0 here
+                num += term
+            term = padded[edge[:, 0]]
+            term *= flat[tgt[:, 0] * k + form]
+            num = term + num
+            looped = np.flatnonzero((tgt == s[:, None]).any(axis=1))  # without a self-loop: leave = 1 - 0 exactly
+            if looped.size:
+                e, t = edge[looped], tgt[looped]
+                stay = np.zeros((looped.size, d))
+                for j in width[1:]:
+                    stay += padded[e[:, j]] * (t[:, j] == s[looped])[:, None]
+                stay = padded[e[:, 0]] * (t[:, 0] == s[looped])[:, None] + stay
+                leave = 1.0 - stay
+                num[looped] = np.divide(num[looped], leave, out=np.zeros_like(leave), where=leave > 0)
+            flat[s * k + form] = num
         for states in level.blocks:
             which = np.flatnonzero(maybe[states[0]])
             if which.size:

@@ -147,3 +147,45 @@ def test_summaries_of_many_equal_one_by_one():
         alone = summarise(one, 0.9)
         for f in ("lower", "upper", "mean", "mc_error"):
             assert np.array_equal(getattr(alone, f), getattr(many, f)), f
+
+
+def test_episode_rows_at_once_equal_each_initial_state_alone():
+    """`EpisodeChains.row` computes every initial state's mean and interval in one call: the same numbers as one
+    column at a time (numpy sums a column alone pairwise; the rows' sums are taken the same way)."""
+    from perception_safety.evaluation.intervals import clopper_pearson
+    from perception_safety.verification.per_episode import EpisodeChains
+
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        e, m = int(rng.integers(1, 300)), int(rng.integers(1, 6))
+        v = rng.random((e, m)) * 1.2 - 0.1  # some values outside [0, 1]: clipped
+        chains = EpisodeChains({"s": v}, np.ones(e, dtype=bool))
+        for i in range(m):
+            x = np.clip(v[:, i], 0.0, 1.0)
+            lo, hi = clopper_pearson(float(x.sum()), x.size, 0.05)
+            assert chains.row("s", i) == {"episode_mean": float(x.mean()), "episode_lower": float(lo),
+                                          "episode_upper": float(hi), "episode_chains": e}
+
+
+def test_episodes_and_draws_in_one_solve_equal_two_solves():
+    from perception_safety.verification.builder import build_chain
+    from perception_safety.verification.car_model import car_system, counted_observations
+    from perception_safety.verification.interval_chain import decision_bins
+    from perception_safety.verification.per_episode import episode_chains, episodes_and_draws
+    from perception_safety.verification.posterior import chain_skeleton, posterior_values
+
+    dc, eps = _split_reference(12)
+    cfg = VerificationConfig(max_speeds=[3])
+    counted = counted_observations(dc, "class_by_distance", cfg.true_envs["ped"], episodes=eps)
+    _, system = car_system(dc, cfg, "class_by_distance", "ped", 3)
+    obs = counted.model()
+    build_chain(system, obs)
+    sk, bins = chain_skeleton(system, obs), decision_bins(system, obs)
+    draws = counted.sample(np.random.default_rng(1), 50)
+    specs = resolve_specs(cfg.specs)
+    per_ep, drawn = episodes_and_draws(system, counted, sk, specs, bins, 0.05, "w", [], draws)
+    alone = episode_chains(system, counted, chain_skeleton(system, obs), specs, bins, 0.05, "w", [])
+    separately = posterior_values(chain_skeleton(system, obs), draws, specs)
+    for name in specs:
+        assert np.array_equal(per_ep.values[name], alone.values[name])
+        assert np.array_equal(drawn[name], separately[name])
