@@ -83,22 +83,26 @@ def objects_from_frames(
     return pack(gt, False), pack(det, True)
 
 
-def precision_recall(gt: CentreObjects, pred: CentreObjects, threshold: float) -> tuple[np.ndarray, int, int]:
-    """Interpolated precision at the 101 recall points for one class's objects; also (positives, true positives).
+def _ranked(score: np.ndarray) -> np.ndarray:
+    """Predictions in descending score, ties: the later prediction first."""
+    return np.lexsort((-np.arange(len(score)), -score))
+
+
+def match_centres(gt: CentreObjects, pred: CentreObjects, threshold: float) -> np.ndarray:
+    """Per prediction (in ``pred``'s order): a true positive?
 
     Greedy in descending score (ties: the later prediction first); each takes the closest unmatched ground truth
-    of its sample (ties: the first), a true positive when closer than ``threshold``.
+    of its sample (ties: the first), a true positive when closer than ``threshold``. Matching never crosses a
+    sample, so a prediction's outcome depends only on its sample's objects.
     """
-    npos = len(gt.sample)
-    if npos == 0 or len(pred.sample) == 0:
-        return np.zeros_like(_RECALL_GRID), npos, 0
-    order = np.lexsort((-np.arange(len(pred.sample)), -pred.score))
+    tp = np.zeros(len(pred.sample), dtype=bool)
+    if len(gt.sample) == 0 or len(pred.sample) == 0:
+        return tp
     by_sample: dict[int, np.ndarray] = {}
     for s in np.unique(gt.sample):
         by_sample[int(s)] = np.flatnonzero(gt.sample == s)
-    taken = np.zeros(npos, dtype=bool)
-    tp = np.zeros(len(order), dtype=bool)
-    for k, p in enumerate(order):
+    taken = np.zeros(len(gt.sample), dtype=bool)
+    for p in _ranked(pred.score):
         cand = by_sample.get(int(pred.sample[p]))
         if cand is None:
             continue
@@ -109,15 +113,26 @@ def precision_recall(gt: CentreObjects, pred: CentreObjects, threshold: float) -
         j = int(np.argmin(dist))
         if dist[j] < threshold:
             taken[free[j]] = True
-            tp[k] = True
+            tp[p] = True
+    return tp
+
+
+def _curve(tp: np.ndarray, npos: int) -> tuple[np.ndarray, int, int]:
+    """Interpolated precision at the 101 recall points from the ranked TP flags; (precision, positives, TPs)."""
     n_tp = int(tp.sum())
-    if n_tp == 0:
-        return np.zeros_like(_RECALL_GRID), npos, 0
+    if npos == 0 or n_tp == 0:
+        return np.zeros_like(_RECALL_GRID), npos, n_tp
     ctp = np.cumsum(tp).astype(float)
     cfp = np.cumsum(~tp).astype(float)
     prec = ctp / (ctp + cfp)
     rec = ctp / float(npos)
     return np.interp(_RECALL_GRID, rec, prec, right=0.0), npos, n_tp
+
+
+def precision_recall(gt: CentreObjects, pred: CentreObjects, threshold: float) -> tuple[np.ndarray, int, int]:
+    """Interpolated precision at the 101 recall points for one class's objects; also (positives, true positives)
+    (`match_centres`' rule)."""
+    return _curve(match_centres(gt, pred, threshold)[_ranked(pred.score)], len(gt.sample))
 
 
 def ap_from_precision(precision: np.ndarray) -> float:
@@ -132,11 +147,6 @@ def centre_ap(gt: CentreObjects, pred: CentreObjects, class_id: str, threshold: 
     p = pred.select(pred.classes == class_id)
     prec, npos, ntp = precision_recall(g, p, threshold)
     return (ap_from_precision(prec) if npos else None), npos, ntp
-
-
-def _mean_ap(gt: CentreObjects, pred: CentreObjects, class_id: str, thresholds: Sequence[float]) -> float | None:
-    aps = [a for t in thresholds if (a := centre_ap(gt, pred, class_id, t)[0]) is not None]
-    return float(np.mean(aps)) if aps else None
 
 
 def _cell(gt: CentreObjects, pred: CentreObjects, class_id: str, thresholds: Sequence[float],
@@ -161,8 +171,7 @@ def _cell(gt: CentreObjects, pred: CentreObjects, class_id: str, thresholds: Seq
     elif not draws:
         cell["interval_note"] = f"no interval: {len(episodes)} episode(s), need >= 2 to resample"
     else:
-        values = [v for draw in draws if (v := _mean_ap(*_resample(gt, pred, episodes, draw), class_id,
-                                                            thresholds)) is not None]
+        values = _resampled_aps(gt, pred, class_id, thresholds, draws, episodes)
         if values:
             tail = (1.0 - level) / 2.0
             cell["ap_lower"], cell["ap_upper"] = (float(np.quantile(values, tail)),
@@ -200,23 +209,27 @@ def centre_ap_results(
     return out
 
 
-def _resample(gt: CentreObjects, pred: CentreObjects, episodes: np.ndarray, draw: np.ndarray
-              ) -> tuple[CentreObjects, CentreObjects]:
-    """The objects of the drawn episodes; a copy of an episode drawn twice is a distinct set of samples."""
-    gt_ep, pred_ep = gt.episode.astype(str), pred.episode.astype(str)
-    gparts, pparts = [], []
-    for copy, e in enumerate(episodes[draw]):
-        offset = (copy + 1) * 1_000_000_000
-        gparts.append((np.flatnonzero(gt_ep == e), offset))
-        pparts.append((np.flatnonzero(pred_ep == e), offset))
-    return _resampled(gt, gparts), _resampled(pred, pparts)
-
-
-def _resampled(objs: CentreObjects, parts: list[tuple[np.ndarray, int]]) -> CentreObjects:
-    idx = np.concatenate([i for i, _ in parts]) if parts else np.zeros(0, dtype=np.int64)
-    off = np.concatenate([np.full(len(i), o, dtype=np.int64) for i, o in parts]) if parts else np.zeros(0, np.int64)
-    sel = objs.select(idx)
-    return CentreObjects(sel.sample + off, sel.classes, sel.xy, sel.distance, sel.score, sel.episode)
+def _resampled_aps(gt: CentreObjects, pred: CentreObjects, class_id: str, thresholds: Sequence[float],
+                   draws: list[np.ndarray], episodes: np.ndarray) -> list[float]:
+    """The mean AP over ``thresholds`` of each resample with ground truth of the class. A drawn episode's copy is a
+    distinct set of samples and matching never crosses a sample, so every prediction of a copy has its outcome on
+    the full data (matched once per threshold); a resample only ranks the copies' predictions (descending score,
+    ties: the later one in draw order first, as the resampled list would be ranked) and counts: the same numbers as
+    matching each resample anew."""
+    g, p = gt.select(gt.classes == class_id), pred.select(pred.classes == class_id)
+    g_ep, p_ep = g.episode.astype(str), p.episode.astype(str)
+    positives = np.array([np.count_nonzero(g_ep == e) for e in episodes])
+    members = [np.flatnonzero(p_ep == e) for e in episodes]
+    flags = [match_centres(g, p, t) for t in thresholds]
+    values = []
+    for draw in draws:
+        npos = int(positives[draw].sum())
+        if npos == 0:
+            continue
+        idx = np.concatenate([members[e] for e in draw.tolist()])
+        ranked = idx[_ranked(p.score[idx])]
+        values.append(float(np.mean([ap_from_precision(_curve(f[ranked], npos)[0]) for f in flags])))
+    return values
 
 
 def to_json(objs: CentreObjects) -> dict[str, list[Any]]:
