@@ -289,8 +289,8 @@ class Axes:
                    weight="600")
 
     def legend(self, size: float = 9.0, title: str = "", loc: str = "best", ncol: int = 1) -> None:
-        """The collected entries in a framed box at ``loc`` (a corner, or ``best``: the corner covering the fewest
-        drawn data points)."""
+        """The collected entries in a framed box at ``loc`` (a corner or edge middle, or ``best``: the place covering
+        the fewest drawn data points, corners first)."""
         if not self.entries:
             return
         rows = math.ceil(len(self.entries) / ncol)
@@ -299,8 +299,11 @@ class Axes:
         line_h = 1.35 * size
         h = rows * line_h + 8 + (line_h if title else 0)
         b = self.box
+        mx, my = b.x + (b.w - w) / 2, b.y + (b.h - h) / 2
         corners = {"upper right": (b.right - w - 6, b.y + 6), "upper left": (b.x + 6, b.y + 6),
-                   "lower left": (b.x + 6, b.bottom - h - 6), "lower right": (b.right - w - 6, b.bottom - h - 6)}
+                   "lower left": (b.x + 6, b.bottom - h - 6), "lower right": (b.right - w - 6, b.bottom - h - 6),
+                   "right": (b.right - w - 6, my), "left": (b.x + 6, my), "upper center": (mx, b.y + 6),
+                   "lower center": (mx, b.bottom - h - 6)}
         x, y = corners[loc] if loc in corners else self._best(corners, w, h)
         c = self.canvas
         c.rect(x, y, w, h, "#fff", "#8c959f", 0.8, opacity=0.85)

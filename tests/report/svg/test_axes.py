@@ -96,3 +96,15 @@ def test_panel_grid_places_panels_row_by_row():
     w, h, boxes = panel_grid(5, 3, (100, 50), (10, 5, 20, 30), (8, 40))
     assert (w, h) == (10 + 5 + 3 * 100 + 2 * 8, 20 + 30 + 2 * 50 + 40)
     assert [(b.x, b.y) for b in boxes] == [(10, 20), (118, 20), (226, 20), (10, 110), (118, 110)]
+
+
+def test_legend_moves_to_an_edge_middle_when_every_corner_holds_data(parse_svg):
+    c = Canvas(600, 400, "t")
+    ax = Axes(c, BOX, (0.0, 10.0), (0.0, 1.0))
+    x = np.linspace(0, 10, 60)
+    ax.scatter(x, np.full(x.size, 0.95), "#000", label="top")
+    ax.scatter(x, np.full(x.size, 0.05), "#000", label="bottom")
+    ax.legend()
+    frame = [r for r in parse_svg(c.svg()).iter(f"{SVG}rect") if r.get("fill") == "#fff" and r.get("stroke")][-1]
+    top, height = float(frame.get("y")), float(frame.get("height"))
+    assert _pixel(0, 0.95)[1] < top and top + height < _pixel(0, 0.05)[1]  # between the two rows of points
