@@ -88,32 +88,45 @@ def _ranked(score: np.ndarray) -> np.ndarray:
     return np.lexsort((-np.arange(len(score)), -score))
 
 
-def match_centres(gt: CentreObjects, pred: CentreObjects, threshold: float) -> np.ndarray:
+def centre_outcomes(gt: CentreObjects, pred: CentreObjects, threshold: float) -> np.ndarray:
     """Per prediction (in ``pred``'s order): a true positive?
 
     Greedy in descending score (ties: the later prediction first); each takes the closest unmatched ground truth
     of its sample (ties: the first), a true positive when closer than ``threshold``. Matching never crosses a
-    sample, so a prediction's outcome depends only on its sample's objects.
+    sample, so a prediction's outcome depends only on its sample's objects: all samples advance together, the
+    k-th prediction of every sample in one step (distances to the sample's ground truth padded side by side,
+    taken ones at infinity).
     """
     tp = np.zeros(len(pred.sample), dtype=bool)
     if len(gt.sample) == 0 or len(pred.sample) == 0:
         return tp
-    by_sample: dict[int, np.ndarray] = {}
-    for s in np.unique(gt.sample):
-        by_sample[int(s)] = np.flatnonzero(gt.sample == s)
-    taken = np.zeros(len(gt.sample), dtype=bool)
-    for p in _ranked(pred.score):
-        cand = by_sample.get(int(pred.sample[p]))
-        if cand is None:
-            continue
-        free = cand[~taken[cand]]
-        if len(free) == 0:
-            continue
-        dist = np.hypot(*(gt.xy[free] - pred.xy[p]).T)
-        j = int(np.argmin(dist))
-        if dist[j] < threshold:
-            taken[free[j]] = True
-            tp[p] = True
+    by_sample = np.argsort(gt.sample, kind="stable")
+    samples, first, count = np.unique(gt.sample[by_sample], return_index=True, return_counts=True)
+    ranked = _ranked(pred.score)
+    slot = np.minimum(np.searchsorted(samples, pred.sample[ranked]), samples.size - 1)
+    has = samples[slot] == pred.sample[ranked]
+    ranked, slot = ranked[has], slot[has]  # predictions of samples with ground truth, in rank order
+    grouped = np.argsort(slot, kind="stable")  # by sample, rank order within
+    starts = np.searchsorted(slot[grouped], np.arange(samples.size))
+    level = np.empty(slot.size, dtype=np.int64)
+    level[grouped] = np.arange(slot.size) - starts[slot[grouped]]  # how many of its sample's predictions rank above
+    width = int(count.max())
+    pos = np.arange(width)
+    inside = pos[None, :] < count[:, None]
+    gt_at = by_sample[np.minimum(first[:, None] + pos, len(gt.sample) - 1)]
+    gx, gy = gt.xy[gt_at, 0], gt.xy[gt_at, 1]
+    taken = ~inside
+    by_level = np.argsort(level, kind="stable")
+    bounds = np.searchsorted(level[by_level], np.arange(int(level.max()) + 2))
+    for k in range(bounds.size - 1):
+        step = by_level[bounds[k] : bounds[k + 1]]
+        s, p = slot[step], ranked[step]
+        dist = np.hypot(gx[s] - pred.xy[p, 0, None], gy[s] - pred.xy[p, 1, None])
+        dist[taken[s]] = np.inf
+        j = np.argmin(dist, axis=1)  # the first of equal (or NaN) distances, as over the free ones in order
+        hit = dist[np.arange(s.size), j] < threshold
+        taken[s[hit], j[hit]] = True
+        tp[p[hit]] = True
     return tp
 
 
@@ -131,8 +144,8 @@ def _curve(tp: np.ndarray, npos: int) -> tuple[np.ndarray, int, int]:
 
 def precision_recall(gt: CentreObjects, pred: CentreObjects, threshold: float) -> tuple[np.ndarray, int, int]:
     """Interpolated precision at the 101 recall points for one class's objects; also (positives, true positives)
-    (`match_centres`' rule)."""
-    return _curve(match_centres(gt, pred, threshold)[_ranked(pred.score)], len(gt.sample))
+    (`centre_outcomes`' rule)."""
+    return _curve(centre_outcomes(gt, pred, threshold)[_ranked(pred.score)], len(gt.sample))
 
 
 def ap_from_precision(precision: np.ndarray) -> float:
@@ -220,7 +233,7 @@ def _resampled_aps(gt: CentreObjects, pred: CentreObjects, class_id: str, thresh
     g_ep, p_ep = g.episode.astype(str), p.episode.astype(str)
     positives = np.array([np.count_nonzero(g_ep == e) for e in episodes])
     members = [np.flatnonzero(p_ep == e) for e in episodes]
-    flags = [match_centres(g, p, t) for t in thresholds]
+    flags = [centre_outcomes(g, p, t) for t in thresholds]
     values = []
     for draw in draws:
         npos = int(positives[draw].sum())

@@ -1,7 +1,8 @@
-"""The centre-distance AP's bootstrap (outcomes matched once, a resample re-ranks the drawn copies) against the
-bootstrap by definition written here: the drawn episodes' objects gathered as distinct samples and every resample
-matched anew with `centre_ap`, on random object lists with tied scores, one episode, episodes with ground truth only
-or detections only, everything matched, nothing matched."""
+"""Centre-distance AP: the matching of all samples at once against the greedy loop over predictions written here
+(tied distances and scores, NaN positions, samples without ground truth); the bootstrap (outcomes matched once, a
+resample re-ranks the drawn copies) against the bootstrap by definition written here: the drawn episodes' objects
+gathered as distinct samples and every resample matched anew with `centre_ap`, on random object lists with tied
+scores, one episode, episodes with ground truth only or detections only, everything matched, nothing matched."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from perception_safety.evaluation.detection_ap.centre_distance import (
     CentreObjects,
     centre_ap,
     centre_ap_results,
+    centre_outcomes,
 )
 
 EDGES = (0.0, 20.0, 40.0, 80.0)
@@ -111,3 +113,48 @@ def test_one_episode_has_no_interval():
     gt, pred = _objects(60, 1, 2)
     cell = centre_ap_results(gt, pred, EDGES, n_boot=10)["car"]["pooled"]
     assert cell["ap"] is not None and cell["ap_lower"] is None and "need >= 2" in cell["interval_note"]
+
+
+def _greedy(gt: CentreObjects, pred: CentreObjects, threshold: float) -> np.ndarray:
+    """The nuScenes rule one prediction at a time: descending score (ties: later first), the closest unmatched
+    ground truth of its sample (ties: the first), a true positive when closer than ``threshold``."""
+    tp = np.zeros(len(pred.sample), dtype=bool)
+    taken = np.zeros(len(gt.sample), dtype=bool)
+    for p in np.lexsort((-np.arange(len(pred.sample)), -pred.score)):
+        free = np.flatnonzero((gt.sample == pred.sample[p]) & ~taken)
+        if free.size:
+            dist = np.hypot(gt.xy[free, 0] - pred.xy[p, 0], gt.xy[free, 1] - pred.xy[p, 1])
+            j = int(np.argmin(dist))
+            if dist[j] < threshold:
+                taken[free[j]] = tp[p] = True
+    return tp
+
+
+def test_matching_all_samples_at_once_equals_the_greedy_loop():
+    for seed in range(4):
+        gt, pred = _objects(80, 3, seed, noise=1.5, score_digits=1)
+        rng = np.random.default_rng(seed)
+        grid_xy = np.round(gt.xy / 2) * 2  # equal distances from a detection to two objects
+        gt = CentreObjects(gt.sample, gt.classes, grid_xy, gt.distance, gt.score, gt.episode)
+        p_xy = np.round(pred.xy / 2) * 2 + rng.choice([0.0, 1.0], pred.xy.shape)
+        p_xy[::17] = np.nan  # NaN positions match nothing; every 11th detection in a sample without objects
+        pred = CentreObjects(pred.sample + (np.arange(pred.sample.size) % 11 == 0) * 10_000, pred.classes, p_xy,
+                             pred.distance, pred.score, pred.episode)  # fmt: skip
+        for threshold in (0.5, 1.0, 2.0, 4.0):
+            want = _greedy(gt, pred, threshold)
+            assert want.any() and not want.all()
+            np.testing.assert_array_equal(centre_outcomes(gt, pred, threshold), want)
+        empty = gt.select(np.zeros(gt.sample.size, dtype=bool))
+        assert not centre_outcomes(empty, pred, 2.0).any()
+
+
+def test_equal_distances_take_the_first_object():
+    """A detection halfway between two objects takes the first; the next one then finds only the second, 2.5 m
+    away (a miss at 2 m; had the first detection taken the second object, the next would hit the first at 0.5 m)."""
+    one = np.array(["car", "car"], dtype=object)
+    gt = CentreObjects(np.zeros(2, np.int64), one, np.array([[0.0, 0.0], [2.0, 0.0]]), np.ones(2), np.ones(2),
+                       np.array(["e", "e"], dtype=object))  # fmt: skip
+    pred = CentreObjects(np.zeros(2, np.int64), one, np.array([[1.0, 0.0], [-0.5, 0.0]]), np.ones(2),
+                         np.array([0.9, 0.5]), np.array(["e", "e"], dtype=object))  # fmt: skip
+    np.testing.assert_array_equal(centre_outcomes(gt, pred, 2.0), [True, False])
+    np.testing.assert_array_equal(_greedy(gt, pred, 2.0), [True, False])
