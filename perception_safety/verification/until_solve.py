@@ -138,40 +138,63 @@ def solve_until_many(indptr: np.ndarray, indices: np.ndarray, data: np.ndarray,
         x[goal, j] = 1.0
         maybe[:, j] = mask
     flat = x.reshape(n * k, d)  # a view: row s * k + j is x[s, j]
-    n_t = len(indices)
-    padded = np.concatenate([vals_all, np.zeros((1, d))])  # row n_t: the padding edge, value 0
-    targets = np.append(indices, 0)
+    widest = max((int(maybe[level.singles].sum()) for level in levels), default=0)
+    buf = np.empty((3, widest, d))  # reused level to level (fresh memory costs a page fault per 4 kB)
     for level in levels:
         row, form = np.nonzero(maybe[level.singles])  # the (state, formula) pairs to solve: maybe states only
         if row.size:
-            s = level.singles[row]
-            lens = indptr[s + 1] - indptr[s]
-            width = np.arange(int(lens.max()))
-            edge = np.where(width < lens[:, None], indptr[s][:, None] + width, n_t)  # j-th edge of each, or padding
-            tgt = targets[edge]
-            num = np.zeros((s.size, d))  # as np.add.reduceat adds a run: its first term + (0 + the others)
-            for j in width[1:]:
-                term = padded[edge[:, j]]
-                term *= flat[tgt[:, j] * k + form]  # x of a maybe state is still 0 here
-                num += term
-            term = padded[edge[:, 0]]
-            term *= flat[tgt[:, 0] * k + form]
-            num = term + num
-            looped = np.flatnonzero((tgt == s[:, None]).any(axis=1))  # without a self-loop: leave = 1 - 0 exactly
-            if looped.size:
-                e, t = edge[looped], tgt[looped]
-                stay = np.zeros((looped.size, d))
-                for j in width[1:]:
-                    stay += padded[e[:, j]] * (t[:, j] == s[looped])[:, None]
-                stay = padded[e[:, 0]] * (t[:, 0] == s[looped])[:, None] + stay
-                leave = 1.0 - stay
-                num[looped] = np.divide(num[looped], leave, out=np.zeros_like(leave), where=leave > 0)
-            flat[s * k + form] = num
+            _singles(indptr, indices, vals_all, flat, level.singles[row], form, buf)
         for states in level.blocks:
             which = np.flatnonzero(maybe[states[0]])
             if which.size:
                 x[states[:, None], which[None, :]] = _block(indptr, indices, vals_all, x[:, which], states)
     return np.moveaxis(x, 0, 2)
+
+
+def _singles(indptr: np.ndarray, indices: np.ndarray, vals_all: np.ndarray, flat: np.ndarray, s: np.ndarray,
+             form: np.ndarray, buf: np.ndarray) -> None:
+    """``x`` of one-state components ``s`` for formulas ``form`` (pairs), written into ``flat`` (row ``s * k + j``):
+    the successors' values weighted, over what does not loop back, summed as `np.add.reduceat` sums them."""
+    k, d = flat.shape[0] // (len(indptr) - 1), flat.shape[1]
+    lens = indptr[s + 1] - indptr[s]  # >= 1: a maybe state reaches the goal
+    by = np.argsort(-lens, kind="stable")  # most transitions first: the pairs with a j-th one are a prefix
+    s, form, lens = s[by], form[by], lens[by]
+    first = indptr[s]
+    m = s.size
+    num, term, other = buf[0, :m], buf[1, :m], buf[2, :m]
+    num.fill(0.0)  # np.add.reduceat adds a run as its first term + (0 + the others in order)
+    for j in range(1, int(lens[0])):
+        c = int(np.count_nonzero(lens > j))
+        np.take(vals_all, first[:c] + j, axis=0, out=term[:c])
+        np.take(flat, indices[first[:c] + j] * k + form[:c], axis=0, out=other[:c])
+        term[:c] *= other[:c]  # x of a maybe state is still 0 here
+        num[:c] += term[:c]
+    np.take(vals_all, first, axis=0, out=term)
+    np.take(flat, indices[first] * k + form, axis=0, out=other)
+    term *= other
+    np.add(term, num, out=num)
+    for i in _looped(indptr, indices, s):  # rows without a self-loop: leave = 1 - 0, num / 1 = num exactly
+        e = np.arange(indptr[s[i]], indptr[s[i] + 1])
+        loop = indices[e] == s[i]
+        rest = _sequential(vals_all[e[1:]] * loop[1:, None]) if e.size > 1 else np.zeros(d)
+        leave = 1.0 - (vals_all[e[0]] * loop[0] + rest)
+        num[i] = np.divide(num[i], leave, out=np.zeros_like(leave), where=leave > 0)
+    flat[s * k + form] = num
+
+
+def _looped(indptr: np.ndarray, indices: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """Positions in ``states`` of the states with a transition to themselves."""
+    rows = np.repeat(np.arange(states.size), indptr[states + 1] - indptr[states])
+    e = _ranges(indptr[states], indptr[states + 1])
+    return np.unique(rows[indices[e] == states[rows]])
+
+
+def _sequential(terms: np.ndarray) -> np.ndarray:
+    """``0 + t_0 + t_1 + …`` in order over axis 0 (how `np.add.reduceat` adds a run after its first term)."""
+    out = np.zeros(terms.shape[1])
+    for t in terms:
+        out += t
+    return out
 
 
 def _block(indptr: np.ndarray, indices: np.ndarray, vals_all: np.ndarray, x: np.ndarray,
