@@ -10,12 +10,12 @@ from perception_safety.io.bag.layout import (
     BagError,
     BagTopics,
     CameraInfoSpec,
+    find_bags,
 )
 from perception_safety.io.bag.reading import (
     BagReadReport,
     SkippedMessage,
     StatusRecords,
-    find_bags,
     read_bags,
     read_frames,
     read_monitor_results,

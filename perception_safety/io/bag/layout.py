@@ -1,9 +1,12 @@
 """What a recording looks like on disk: its topics and their message types, the stamp tolerance and storage,
-the camera model it carries, and the error every bag function raises (naming bag and topic)."""
+the camera model it carries, the error every bag function raises (naming bag and topic), and where bags are
+found below the paths a user names."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -76,3 +79,22 @@ def storage_plugin(storage: str) -> StoragePlugin:
         return {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}[storage]
     except KeyError:
         raise BagError(f"unknown bag storage {storage!r} (expected 'mcap' or 'sqlite3')") from None
+
+
+def find_bags(inputs: Iterable[str | Path]) -> list[Path]:
+    """Bag directories named or found below the given paths (a bag directory holds metadata.yaml)."""
+    found: list[Path] = []
+    for item in inputs:
+        p = Path(item)
+        if (p / "metadata.yaml").is_file():
+            found.append(p)
+        elif p.is_file() and p.name == "metadata.yaml":
+            found.append(p.parent)
+        elif p.is_dir():
+            found.extend(sorted(m.parent for m in p.rglob("metadata.yaml")))
+        elif p.is_file() and p.suffix in (".mcap", ".db3") and (p.parent / "metadata.yaml").is_file():
+            found.append(p.parent)
+        else:
+            raise BagError(f"{p}: not a rosbag2 bag directory (no metadata.yaml) or a directory containing bags")
+    unique = list(dict.fromkeys(found))
+    return unique

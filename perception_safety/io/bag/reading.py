@@ -21,7 +21,7 @@ from perception_safety.core.types import Frame, InvalidValueError
 from perception_safety.io import bag_messages as bm
 from perception_safety.io import objects3d as o3
 from perception_safety.io.bag.decode import decode, decode_alarm, reader_of
-from perception_safety.io.bag.layout import COMPRESSED_SUFFIX, TOPIC_TYPES, BagError, BagTopics
+from perception_safety.io.bag.layout import COMPRESSED_SUFFIX, TOPIC_TYPES, BagError, BagTopics, find_bags
 from perception_safety.io.bag.storage import OpenBag, open_bag
 from perception_safety.io.typestore import ros2_typestore
 from perception_safety.monitors.base import MonitorResult
@@ -124,25 +124,6 @@ def read_monitor_results(
         return out
     finally:
         reader.close()
-
-
-def find_bags(inputs: Iterable[str | Path]) -> list[Path]:
-    """Bag directories named or found below the given paths (a bag directory holds metadata.yaml)."""
-    found: list[Path] = []
-    for item in inputs:
-        p = Path(item)
-        if (p / "metadata.yaml").is_file():
-            found.append(p)
-        elif p.is_file() and p.name == "metadata.yaml":
-            found.append(p.parent)
-        elif p.is_dir():
-            found.extend(sorted(m.parent for m in p.rglob("metadata.yaml")))
-        elif p.is_file() and p.suffix in (".mcap", ".db3") and (p.parent / "metadata.yaml").is_file():
-            found.append(p.parent)
-        else:
-            raise BagError(f"{p}: not a rosbag2 bag directory (no metadata.yaml) or a directory containing bags")
-    unique = list(dict.fromkeys(found))
-    return unique
 
 
 def _raw_stamp(raw: bytes | memoryview) -> int:
