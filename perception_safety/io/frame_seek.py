@@ -119,17 +119,30 @@ logged before or after all of the frame's other messages); then the whole image 
 
 
 class _Window:
-    """An open reader seen through the log-time window ``[start, stop)``: what `_read_open` reads of it."""
+    """An open reader seen through log-time windows ``[start, stop)`` (disjoint, in order): what `_read_open`
+    reads of it."""
 
-    def __init__(self, reader: OpenBag, start: int, stop: int) -> None:
-        self.reader, self.start, self.stop = reader, start, stop
+    def __init__(self, reader: OpenBag, spans: Sequence[tuple[int, int]]) -> None:
+        self.reader, self.spans = reader, spans
 
     @property
     def connections(self) -> list:
         return self.reader.connections
 
     def messages(self, connections: Sequence) -> Iterator[tuple[Any, int, bytes]]:
-        return self.reader.messages(connections, self.start, self.stop)
+        for start, stop in self.spans:
+            yield from self.reader.messages(connections, start, stop)
+
+
+def _spans(windows: Iterable[Sequence[int]]) -> list[tuple[int, int]]:
+    """The recording windows ``(first, last)`` as disjoint ``[start, stop)`` log-time spans, in order."""
+    out: list[tuple[int, int]] = []
+    for lo, hi in sorted((int(lo), int(hi) + 1) for lo, hi in windows):
+        if out and lo <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], hi))
+        else:
+            out.append((lo, hi))
+    return out
 
 
 def frames_in_windows(bag: str | Path, windows: Mapping[int, Sequence[int]], topics: BagTopics | None = None,
@@ -138,11 +151,12 @@ def frames_in_windows(bag: str | Path, windows: Mapping[int, Sequence[int]], top
     """The frames of ``bag`` at the wanted anchor stamps (``windows``: stamp -> recording window ``(first, last)``
     log time), each with its image when the bag has one, reading only the messages logged in the windows.
 
-    The frame is the one `read_frames` assembles (its messages are all in the window and the nearest of all is the
-    nearest of those); its image is the first image message with the frame's stamp (within the tolerance) in the
-    window, else in the window widened by `IMAGE_SEARCH_NS`, else anywhere on the topic. With ``coarse`` (stamp,
-    (width, height) -> how much smaller the picture will be shown) a JPEG image is decoded at 1/2, 1/4 or 1/8 of
-    its size, the coarsest not beyond that (libjpeg scales while decoding: about half the cost), so the frame's
+    The frame is the one `read_frames` assembles: its messages are all in its window, and the nearest of all is the
+    nearest of those in any of the windows, so all the windows are read in one pass (`_read_open` once per bag,
+    tested equal to the whole bag's frames). Its image is the first image message with the frame's stamp (within
+    the tolerance) in its window, else in the window widened by `IMAGE_SEARCH_NS`, else anywhere on the topic.
+    With ``coarse`` (stamp, (width, height) -> how much smaller the picture will be shown) a JPEG image is decoded
+    at 1/2, 1/4 or 1/8 of its size, the coarsest not beyond that (libjpeg scales while decoding), so the frame's
     image is smaller than its boxes' pixel grid by the ratio of the shapes (`report.overlay` ``full_size``), and
     always in colour, straight to RGB (`_coarse_jpeg`).
     """
@@ -153,13 +167,13 @@ def frames_in_windows(bag: str | Path, windows: Mapping[int, Sequence[int]], top
     try:
         conns = next(([c for c in reader.connections if c.topic == n] for n in names
                       if any(c.topic == n for c in reader.connections)), [])
+        view = _Window(reader, _spans(windows.values()))
+        found = {f.stamp_ns: f for f in _read_open(view, str(bag), topics, tolerance_ns, False, BagReadReport())
+                 if f.stamp_ns in windows}  # the last frame of a stamp, as read_frames noted its window
         for stamp, (lo, hi) in sorted(windows.items(), key=lambda kv: tuple(kv[1])):
-            view = _Window(reader, int(lo), int(hi) + 1)
-            found = [f for f in _read_open(view, str(bag), topics, tolerance_ns, False, BagReadReport())
-                     if f.stamp_ns == stamp]
-            if found:
-                out[stamp] = replace(found[-1], image=_image_near(bag, reader, conns, stamp, int(lo), int(hi),
-                                                                  tolerance_ns, coarse))
+            if stamp in found:
+                out[stamp] = replace(found[stamp], image=_image_near(bag, reader, conns, stamp, int(lo), int(hi),
+                                                                     tolerance_ns, coarse))
     finally:
         reader.close()
     return out
@@ -173,7 +187,8 @@ def _image_near(bag: str | Path, reader: OpenBag, conns: list, stamp: int, lo: i
     wanted = np.asarray([stamp], dtype=np.int64)
     for margin in IMAGE_SEARCH_NS:
         got: dict[int, np.ndarray] = {}
-        _decode_wanted(bag, _Window(reader, lo - margin, hi + margin + 1), conns, wanted, tolerance_ns, got, coarse)
+        _decode_wanted(bag, _Window(reader, [(lo - margin, hi + margin + 1)]), conns, wanted, tolerance_ns, got,
+                       coarse)
         if got:
             return got[stamp]
     got = {}

@@ -92,6 +92,34 @@ def test_the_frame_sought_by_its_window_is_the_frame_read_from_the_whole_bag(tmp
             assert np.abs(b.image.astype(int) - frames[k].image).mean() < 3  # its own image (JPEG-close)
 
 
+@pytest.mark.parametrize("picked", [(0, 5, 10), (1, 2, 9), (11, 3)])
+def test_frames_sought_together_are_each_the_frame_read_from_the_whole_bag(tmp_path, picked):
+    from itertools import pairwise
+
+    from perception_safety.io.frame_seek import _spans
+
+    frames = _frames()
+    windows = _record(tmp_path / "bag", frames)  # windows 38 ms long, 10 ms apart: neighbours overlap
+    wanted = [frames[k].stamp_ns for k in picked]
+    spans = _spans(windows[s] for s in wanted)
+    assert all(a[1] < b[0] for a, b in pairwise(spans))  # disjoint, in order
+    assert all(any(lo <= windows[s][0] and windows[s][1] < hi for lo, hi in spans) for s in wanted)
+    whole = frames_at(tmp_path / "bag", wanted, BagTopics())
+    together = frames_in_windows(tmp_path / "bag", {s: windows[s] for s in wanted}, BagTopics())
+    assert list(together) == sorted(wanted)
+    for k, s in zip(picked, wanted, strict=True):
+        a, b = whole[s], together[s]
+        assert (b.detections, b.ground_truth, b.ego, b.frame_id) == (a.detections, a.ground_truth, a.ego, a.frame_id)
+        assert b.detections == frames[k].detections and np.array_equal(a.image, b.image)
+
+
+def test_windows_become_disjoint_spans_in_order():
+    from perception_safety.io.frame_seek import _spans
+
+    assert _spans([(50, 60), (10, 20), (15, 30), (31, 40), (70, 70)]) == [(10, 41), (50, 61), (70, 71)]
+    assert _spans([]) == []
+
+
 def test_a_window_outside_the_recording_gives_no_frame(tmp_path):
     frames = _frames(4)
     _record(tmp_path / "bag", frames)
