@@ -94,6 +94,7 @@ def fresh_caches() -> None:
     caches = {"perception_safety.evaluation.betabinomial": ("_pairs_interval", "cutoff"),
               "perception_safety.verification.specs": ("parsed", "_environment"),
               "perception_safety.verification.bounds": ("_min_max_env",),
+              "perception_safety.verification.counted": ("_effective_n",),
               "perception_safety.verification.reach": ("_cached_structure", "reach_form", "_tokens")}
     for module, names in caches.items():
         try:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -37,6 +37,13 @@ from perception_safety.evaluation.intervals import bonferroni, clopper_pearson
 from perception_safety.verification.builder import Observation, ObservationModel
 from perception_safety.verification.errors import VerificationError
 from perception_safety.verification.observations import as_bin_edges, class_cells, outcome_probs, prop_cells
+
+
+@lru_cache(maxsize=1024)
+def _effective_n(successes: bytes, trials: bytes) -> float:
+    """`clustered_proportion`'s effective sample size of one column's hits, kept by the per-cluster counts: the sweep's
+    environments share columns (the ``obs`` column of ``{ped, obs}`` is the ``obs`` environment's) and variants."""
+    return clustered_proportion(np.frombuffer(successes), np.frombuffer(trials)).effective_n
 
 
 @dataclass(frozen=True)
@@ -155,9 +162,10 @@ class CountedObservations:
                 trials = n_c[:, b, t]
                 if (trials > 0).sum() < 2:
                     continue
-                r = clustered_proportion(self.clusters[:, b, t, t], trials)
-                if r.effective_n > 0:
-                    out[b, t] = trials.sum() * factor[b, t] / r.effective_n
+                n_eff = _effective_n(np.ascontiguousarray(self.clusters[:, b, t, t]).tobytes(),
+                                     np.ascontiguousarray(trials).tobytes())
+                if n_eff > 0:
+                    out[b, t] = trials.sum() * factor[b, t] / n_eff
         return out
 
     def n_bins_used(self, bins: Sequence[int] | np.ndarray | None) -> int:
