@@ -81,3 +81,37 @@ def test_nothing_is_frozen_outside_a_run():
     with collector_paused():
         kept = [[i] for i in range(10)]
     assert gc.get_freeze_count() == 0 and kept[9] == [9]
+
+
+@pytest.mark.parametrize("fails", [False, True])
+def test_an_evaluate_run_freezes_what_the_map_built_and_hands_it_back_at_its_end(recorded_bags, tmp_path,
+                                                                                 monkeypatch, fails):
+    """`run_evaluate`: during the analyses the map's and the reduce's survivors are frozen; after the run (also a
+    failed one) nothing is."""
+    import io
+
+    from rich.console import Console
+
+    from perception_safety.pipeline import run as run_module
+    from perception_safety.pipeline.evaluate_config import load_evaluate_config
+
+    frozen: list[int] = []
+    reduce = run_module.reduce_partials
+
+    def reduce_and_look(*args, **kwargs):
+        out = reduce(*args, **kwargs)
+        frozen.append(gc.get_freeze_count())
+        if fails:
+            raise RuntimeError("an analysis failed")
+        return out
+
+    monkeypatch.setattr(run_module, "reduce_partials", reduce_and_look)
+    root, _, config = recorded_bags
+    cfg, text = load_evaluate_config(config)
+    if fails:
+        with pytest.raises(RuntimeError, match="an analysis failed"):
+            run_module.run_evaluate([root], cfg, text, tmp_path / "out", 1, Console(file=io.StringIO()))
+    else:
+        run_module.run_evaluate([root], cfg, text, tmp_path / "out", 1, Console(file=io.StringIO()))
+    assert frozen and frozen[0] > 1000  # the partials, the reduced sums: out of the collector's full passes
+    assert gc.get_freeze_count() == 0
