@@ -12,6 +12,8 @@ result or error is the reference.
 from __future__ import annotations
 
 import struct
+import sys
+from array import array
 from typing import Any
 
 
@@ -32,6 +34,22 @@ class _Order:
 
 
 _LITTLE, _BIG = _Order("<"), _Order(">")
+_U32 = next(code for code in "IL" if array(code).itemsize == 4)
+"""The native typecode of an unsigned 32-bit word (for `_words`)."""
+
+
+def _words(raw: bytes, o: _Order) -> Any:
+    """The message as unsigned 32-bit words in its byte order: ``words[p >> 2]`` is the u32 at an aligned position
+    ``p`` (the payload starts at 4, so payload alignment is absolute alignment), an `IndexError` past the last whole
+    word exactly where ``unpack_from`` fails. A word read costs an index, not a struct call and a tuple."""
+    whole = memoryview(raw)[: len(raw) & ~3]
+    if o is _LITTLE and sys.byteorder == "little":
+        return whole.cast(_U32)
+    words = array(_U32)
+    words.frombytes(whole)
+    if (o is _LITTLE) != (sys.byteorder == "little"):
+        words.byteswap()
+    return words
 
 
 def _order(raw: bytes) -> _Order:
@@ -199,37 +217,46 @@ def diagnostic_alarm(raw: bytes, name: bytes) -> tuple[int, bool | None, tuple[s
     o = _order(raw)
     stamp, p = _header(raw, o)
     n, p = _count(raw, p, o, 1)
-    u32, size, ascii_only = o.u32, len(raw), raw[p:].isascii()
+    words, size, ascii_only = _words(raw, o), len(raw), raw[p:].isascii()
     alarm, bad, wanted = None, None, len(name)
     try:
         for _ in range(n):
             level = raw[p] - 256 if raw[p] > 127 else raw[p]
             p += 1
-            starts = []
-            for _ in range(3):  # name, message, hardware_id
+            p += -p & 3  # name
+            end = p + 4 + words[p >> 2]
+            if end <= p + 4 or end > size or raw[end - 1]:
+                raise CdrMismatch("string")
+            if not ascii_only:
+                raw[p + 4 : end - 1].decode()
+            named = end - p - 5 == wanted and raw.startswith(name, p + 4)
+            if bad is None and level not in (0, 1, 2, 3):
+                bad = (raw[p + 4 : end - 1].decode(), level)
+            p = end
+            for _ in range(2):  # message, hardware_id
                 p += -p & 3
-                end = p + 4 + u32(raw, p)[0]
+                end = p + 4 + words[p >> 2]
                 if end <= p + 4 or end > size or raw[end - 1]:
                     raise CdrMismatch("string")
                 if not ascii_only:
                     raw[p + 4 : end - 1].decode()
-                starts.append((p + 4, end - 1))
                 p = end
-            named = starts[0][1] - starts[0][0] == wanted and raw.startswith(name, starts[0][0])
-            if bad is None and level not in (0, 1, 2, 3):
-                bad = (raw[starts[0][0] : starts[0][1]].decode(), level)
-            count, p = _count(raw, p, o, 1)
+            p += -p & 3
+            count = words[p >> 2]
+            p += 4
+            if p + count > size:
+                raise CdrMismatch("count")
             status_alarm = False
             for _ in range(count):
                 p += -p & 3
-                end = p + 4 + u32(raw, p)[0]
+                end = p + 4 + words[p >> 2]
                 if end <= p + 4 or end > size or raw[end - 1]:
                     raise CdrMismatch("string")
                 is_alarm = end - p == 10 and raw.startswith(b"alarm", p + 4)
                 if not ascii_only:
                     raw[p + 4 : end - 1].decode()
                 p = end + (-end & 3)
-                end = p + 4 + u32(raw, p)[0]
+                end = p + 4 + words[p >> 2]
                 if end <= p + 4 or end > size or raw[end - 1]:
                     raise CdrMismatch("string")
                 if not ascii_only:
