@@ -250,3 +250,18 @@ def make_ground_truth(box: Box, class_id: str, distance: float, position: tuple[
     s0, s1, s2, s3, s4, s5 = _GROUND_TRUTH
     s0(g, box), s1(g, class_id), s2(g, distance), s3(g, position), s4(g, track_id), s5(g, ignore)
     return g
+
+
+_FRAME = _setters(Frame, "stamp_ns detections ground_truth ego image frame_id candidates episode camera")
+
+
+def make_frame(stamp_ns: int, detections: tuple[Detection, ...] = (), ground_truth: tuple[GroundTruthObject, ...] = (),
+               ego: EgoState | None = None, image: np.ndarray | None = None, frame_id: str = "",
+               candidates: tuple[Detection, ...] | None = None, episode: str = "",
+               camera: Intrinsics | None = None) -> Frame:
+    """``Frame(...)`` with the same arguments (a frame checks nothing itself: every field set through its slot)."""
+    f = _new(Frame)
+    s0, s1, s2, s3, s4, s5, s6, s7, s8 = _FRAME
+    s0(f, stamp_ns), s1(f, detections), s2(f, ground_truth), s3(f, ego), s4(f, image), s5(f, frame_id)
+    s6(f, candidates), s7(f, episode), s8(f, camera)
+    return f

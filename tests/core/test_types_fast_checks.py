@@ -84,3 +84,19 @@ def test_the_hot_path_constructors_equal_the_classes():
         pass
     else:
         raise AssertionError("a made value must stay frozen")
+
+
+def test_make_frame_equals_the_class():
+    import numpy as np
+
+    from perception_safety.core.camera import Intrinsics
+    from perception_safety.core.types import Frame, make_frame
+
+    det = Detection(Box(0.0, 1.0, 2.0, 3.0), "car", 0.5)
+    gt = GroundTruthObject(Box(0.0, 1.0, 2.0, 3.0), "ped", 5.0, (3.0, 4.0, 0.0), "t1")
+    args = dict(stamp_ns=7, detections=(det,), ground_truth=(gt,), ego=EgoState(1.0, 2.0, 0.1, 3.0),
+                image=np.zeros((2, 3), np.uint8), frame_id="bag:7", candidates=(det,), episode="e",
+                camera=Intrinsics(10.0, 10.0, 1.5, 1.0, 3, 2))
+    made, built = make_frame(**args), Frame(**args)
+    assert made == built and repr(made) == repr(built) and made.image is args["image"] and made.camera == args["camera"]
+    assert make_frame(3) == Frame(3) and make_frame(3).candidates is None and make_frame(3).episode == ""

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from perception_safety.core.types import Frame, InvalidValueError
+from perception_safety.core.types import Frame, InvalidValueError, make_frame
 from perception_safety.io import bag_messages as bm
 from perception_safety.io import objects3d as o3
 from perception_safety.io.bag.decode import decode, decode_alarm, reader_of
@@ -331,6 +331,7 @@ def _read_open(
             report.unmatched[key] = report.unmatched.get(key, 0) + unused
 
     spans = _log_spans(joined, logs, len(anchors)) if logs is not None else None
+    first_log, last_log = (spans[0].tolist(), spans[1].tolist()) if spans is not None else ([], [])
     images = _iter_images(reader, bag, conns.get("image"), joined.get("image"), report) if with_images else None
     label = _bag_label(Path(bag))
     picks = [(role, idx.tolist(), decoded[role][1]) for role, idx in joined.items() if role != "image"]
@@ -350,8 +351,8 @@ def _read_open(
             continue  # the anchor image itself was malformed: already reported
         report.frames += 1
         if windows is not None and spans is not None:
-            windows[stamp] = (int(spans[0][i]), int(spans[1][i]))
-        yield Frame(
+            windows[stamp] = (first_log[i], last_log[i])
+        yield make_frame(
             stamp_ns=stamp,
             detections=parts.get("detections", ()),
             ground_truth=parts.get("ground_truth", ()),
