@@ -87,7 +87,7 @@ def cell_table(x: np.ndarray, y: np.ndarray, unit: np.ndarray, n_units: int, max
     return CellTable(centres.astype(float), by_unit, y_abs, width)
 
 
-def _within(total: np.ndarray, sum_sq: np.ndarray, n: np.ndarray) -> np.ndarray:
+def within_squares(total: np.ndarray, sum_sq: np.ndarray, n: np.ndarray) -> np.ndarray:
     """Sum of squares about the cell mean, ``S2 - S1^2 / n``, with rounding of a single repeated value set to 0."""
     w = sum_sq - total * total / n
     return np.where(w > WITHIN_RELATIVE * sum_sq, w, 0.0)
@@ -119,12 +119,12 @@ def cell_estimate(
                 trials=n,
             ).predict(x)
             cnt, tot = det_n[det], total_d[det]
-            cells = CellSums(cnt, _within(tot, sum_sq_d[det], cnt), y_scale[1])
+            cells = CellSums(cnt, within_squares(tot, sum_sq_d[det], cnt), y_scale[1])
             sm = fit_score_model(x[det], tot / cnt, cfg, "bootstrap resample", None, cells)
             sigma = np.array([s.sigma for s in sm.segments])[segment_of(x, sm.cps)]
         else:
-            sm = fit_score_model(x, total / n, cfg, "bootstrap resample", None, CellSums(n, _within(total, sum_sq, n),
-                                                                                          y_scale[0]))
+            cells = CellSums(n, within_squares(total, sum_sq, n), y_scale[0])
+            sm = fit_score_model(x, total / n, cfg, "bootstrap resample", None, cells)
             sigma = sm.sigma
     except SplineFitError as exc:
         raise PCDError(f"bootstrap resample: {exc}") from exc

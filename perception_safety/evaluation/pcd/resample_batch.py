@@ -6,9 +6,10 @@ IRLS from the full data's coefficients, each resample stopping at its own iterat
 the variance change points by binary segmentation with the SIC test (eq. 5-8), sigma per segment, and PCD/mPCD
 (eq. 9-10). Here every step runs for all resamples (and, in the segmentation, all segments under test) together:
 each round of the segmentation evaluates one B-spline design matrix for the cells of every open segment, forms
-all their normal equations with one weighted `bincount` and solves them in one batched solve. The arithmetic is the
-same up to the order of floating-point sums (the K x K normal equations are summed per cell instead of by BLAS),
-so fitted values agree to ~1e-15; a threshold comparison can only flip in a knife-edge case, which the tests bound.
+all their normal equations (products summed per knot span by `reduceat`, placed by `bincount`) and solves them in
+one batched solve. The arithmetic is the same up to the order of floating-point sums (the K x K normal equations
+are summed per cell instead of by BLAS), so fitted values agree to ~1e-15; a threshold comparison can only flip in
+a knife-edge case, which the tests bound.
 Fixed ``lam`` only (``lam_selection`` aic/bic/gcv keep the per-resample path).
 """
 
@@ -20,7 +21,7 @@ import numpy as np
 from scipy.interpolate import BSpline
 from scipy.special import expit, gammaln
 
-from perception_safety.evaluation.pcd.cells import CellTable, _within
+from perception_safety.evaluation.pcd.cells import CellTable, within_squares
 from perception_safety.evaluation.pcd.changepoints import critical_value
 from perception_safety.evaluation.pcd.config import PCDConfig
 from perception_safety.evaluation.pcd.grid import model_probabilities
@@ -310,7 +311,7 @@ def estimate_resamples(
     mr, mc, mfirst = _flat(np.where(h, det_n > 0, keep) & fine[:, None])
     cnt = np.where(h, det_n, n)[mr, mc]
     tot = np.where(h, total_d, total)[mr, mc]
-    cells = Cells(table.x[mc], cnt, tot / cnt, _within(tot, np.where(h, sum_sq_d, sum_sq)[mr, mc], cnt),
+    cells = Cells(table.x[mc], cnt, tot / cnt, within_squares(tot, np.where(h, sum_sq_d, sum_sq)[mr, mc], cnt),
                   mfirst[np.r_[np.flatnonzero(fine), len(stats)]] if fine.any() else np.zeros(1, np.int64))  # fmt: skip
     systems = np.flatnonzero(fine)  # the resamples of the cells, in order
     scale = np.where(hurdle, y_scale[:, 1], y_scale[:, 0])[systems]
