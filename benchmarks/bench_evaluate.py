@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import shutil
 import sys
@@ -48,6 +49,9 @@ from perception_safety.io.typestore import ros2_typestore
 from perception_safety.pipeline.evaluate import analyse_bag, map_bags
 from perception_safety.pipeline.evaluate_config import load_evaluate_config
 from perception_safety.pipeline.run import run_evaluate
+
+EPISODE_KEY = re.compile(r"(?m)(?<=perception_safety\.episode: )\S+$")
+"""The episode name in a demo bag's metadata.yaml (``custom_data``)."""
 
 
 def make_bag(path: Path, n: int) -> None:
@@ -136,7 +140,9 @@ def load() -> str:
 
 
 def demo_copies(demo: Path, copies: int, tmp: Path) -> list[Path]:
-    """``copies`` copies of the demo's perception bags (metadata.yaml copied, the .mcap symlinked)."""
+    """``copies`` copies of the demo's perception bags (the .mcap symlinked; metadata.yaml copied with the episode
+    renamed per copy, so resampling and cluster-aware intervals see ``copies`` x as many episodes, as on distinct
+    recordings, instead of 7 episodes each holding every copy)."""
     sources = sorted((demo / "episodes" / "bags").glob("*/perception"))
     if not sources:
         raise SystemExit(f"{demo}: no episodes/bags/*/perception (run `perception-safety demo --out {demo}`)")
@@ -146,8 +152,9 @@ def demo_copies(demo: Path, copies: int, tmp: Path) -> list[Path]:
             dst = tmp / f"copy{c:02d}" / "bags" / src.parent.name / "perception"
             dst.mkdir(parents=True)
             for f in src.iterdir():
-                if f.name == "metadata.yaml":
-                    shutil.copy(f, dst / f.name)
+                if f.name == "metadata.yaml":  # each copy its own episode, as distinct recordings would be
+                    text = EPISODE_KEY.sub(lambda m, c=c: f"{m.group(0)}-copy{c:02d}", f.read_text())
+                    (dst / f.name).write_text(text)
                 else:
                     (dst / f.name).symlink_to(f.resolve())
             bags.append(dst)
