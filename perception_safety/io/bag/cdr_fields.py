@@ -27,7 +27,7 @@ class _Order:
     def __init__(self, prefix: str) -> None:
         self.u32 = struct.Struct(prefix + "I").unpack_from
         self.stamp = struct.Struct(prefix + "iI").unpack_from
-        self.f64x8 = struct.Struct(prefix + "8d").unpack_from  # score + pose (position, orientation)
+        self.f64x4 = struct.Struct(prefix + "4d").unpack_from  # score + position
         self.f64x5 = struct.Struct(prefix + "5d").unpack_from  # BoundingBox2D
         self.f64x7 = struct.Struct(prefix + "7d").unpack_from  # Pose
         self.f64 = struct.Struct(prefix + "d").unpack_from
@@ -112,7 +112,7 @@ def detection2d_array(raw: bytes) -> tuple[int, list[tuple[Any, ...]]]:
     o = _order(raw)
     stamp, p = _header(raw, o)
     n, p = _count(raw, p, o, 1)
-    u32, f64x8, f64x5, size = o.u32, o.f64x8, o.f64x5, len(raw)
+    u32, f64x4, f64x5, size = o.u32, o.f64x4, o.f64x5, len(raw)
     out = []
     try:
         for _ in range(n):
@@ -127,17 +127,17 @@ def detection2d_array(raw: bytes) -> tuple[int, list[tuple[Any, ...]]]:
             if p + results > size:
                 raise CdrMismatch("count")
             first = position = None
-            for k in range(results):
+            for k in range(results):  # the doubles a result skips are proved there by the reads after them
                 p += -p & 3
                 end = p + 4 + u32(raw, p)[0]
                 if end <= p + 4 or end > size or raw[end - 1]:
                     raise CdrMismatch("string")
                 class_id = raw[p + 4 : end - 1].decode()
                 p = end + (-(end - 4) & 7)
-                score, px, py, pz, *_ = f64x8(raw, p)
-                p += 64 + 288  # score, pose, covariance (36 doubles)
                 if k == 0:
+                    score, px, py, pz = f64x4(raw, p)
                     first, position = (class_id, score), (px, py, pz)
+                p += 64 + 288  # score, pose, covariance (36 doubles)
             p += -(p - 4) & 7
             cx, cy, _, sx, sy = f64x5(raw, p)
             p += 40
