@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from perception_safety.errors import PerceptionSafetyError
-from perception_safety.executors.config import ExecutorConfig
+
+if TYPE_CHECKING:  # pydantic loads when a command runs, not for --help
+    from perception_safety.executors.config import ExecutorConfig
 
 
 def add_executor_arguments(p: argparse.ArgumentParser, unit: str) -> None:

@@ -6,13 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from perception_safety.bbsl.bindings import Binding, parse_bind_option
-from perception_safety.bbsl.config import BBSLConfig
-from perception_safety.bbsl.errors import BBSLError
-from perception_safety.bbsl.spec import Spec, check_source
 from perception_safety.errors import PerceptionSafetyError
-from perception_safety.io.config import load_model
+
+if TYPE_CHECKING:  # the spec machinery (lark, numpy, pydantic) loads when a command runs, not for --help
+    from perception_safety.bbsl.bindings import Binding
+    from perception_safety.bbsl.config import BBSLConfig
 
 
 def register(subparsers) -> None:
@@ -63,6 +63,8 @@ MAX_IMAGE_SIDE = 100_000
 
 
 def _image_size(text: str | None, cfg: BBSLConfig) -> tuple[float, float]:
+    from perception_safety.bbsl.errors import BBSLError
+
     if text is None:
         return cfg.image_size
     try:
@@ -78,6 +80,10 @@ def _image_size(text: str | None, cfg: BBSLConfig) -> tuple[float, float]:
 
 
 def _setup(args) -> tuple[BBSLConfig, dict[str, Binding], tuple[float, float]]:
+    from perception_safety.bbsl.bindings import parse_bind_option
+    from perception_safety.bbsl.config import BBSLConfig
+    from perception_safety.io.config import load_model
+
     cfg = load_model(args.config, BBSLConfig, section="bbsl")
     bindings = cfg.parsed_bindings()
     for item in args.bind:
@@ -87,6 +93,8 @@ def _setup(args) -> tuple[BBSLConfig, dict[str, Binding], tuple[float, float]]:
 
 
 def _box(text: str) -> list[float]:
+    from perception_safety.bbsl.errors import BBSLError
+
     try:
         vals = [float(v) for v in text.strip("[]() ").split(",")]
     except ValueError:
@@ -98,6 +106,8 @@ def _box(text: str) -> list[float]:
 
 def run_check(args) -> int:
     from perception_safety.bbsl.analysis import AnalysisUnsupportedError, analyse  # z3: only when analysing
+    from perception_safety.bbsl.errors import BBSLError
+    from perception_safety.bbsl.spec import check_source
 
     _, bindings, size = _setup(args)
     checked = check_source(Path(args.spec))
@@ -128,6 +138,8 @@ def run_check(args) -> int:
 
 
 def run_eval(args) -> int:
+    from perception_safety.bbsl.spec import Spec, check_source
+
     _, bindings, size = _setup(args)
     spec = Spec(check_source(Path(args.spec)), bindings, size)
     boxes = [_box(b) for b in args.box]
@@ -162,6 +174,7 @@ def _frames(inputs: list[str], config: str | None, skip_bad: bool):
             yield from read_jsonl_frames(path, skip_bad=skip_bad)
         elif path.is_dir() or (path.is_file() and suffix in (".mcap", ".db3")):
             from perception_safety.io.bag import BagConfig, read_bags
+            from perception_safety.io.config import load_model
 
             bags = load_model(config, BagConfig, section="bags")
             yield from read_bags([path], bags.topics, bags.tolerance_ns, with_images=False)
@@ -172,6 +185,7 @@ def _frames(inputs: list[str], config: str | None, skip_bad: bool):
 
 
 def run_test(args) -> int:
+    from perception_safety.bbsl.spec import Spec, check_source
     from perception_safety.evaluation.bbsl_testing import (
         BoxExtent,
         box_extent,

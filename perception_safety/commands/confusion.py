@@ -13,26 +13,14 @@ import argparse
 import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
-
-from pydantic import Field
+from typing import TYPE_CHECKING, Any
 
 from perception_safety.commands._input_roles import add_input_role_flags
 from perception_safety.errors import PerceptionSafetyError
-from perception_safety.evaluation.confusion.config import ConfusionConfig
 from perception_safety.safe_io import InputFileError, load_json
 
-
-class ConfusionRunConfig(ConfusionConfig):
-    """The ``confusion`` config section: the evaluation settings plus command options."""
-
-    plots: bool = True
-    dpi: int = Field(100, ge=20, le=600)
-    """Unused since the heatmaps are SVG (vector, no resolution); kept so that configs naming it still load."""
-    skip_bad: bool = False
-    bag: dict[str, Any] = Field(default_factory=dict)
-    """Topic names for bag input (fields of `perception_safety.io.bag.BagTopics`)."""
-    bag_tolerance_ns: int = Field(0, ge=0)
+if TYPE_CHECKING:  # pydantic and the confusion package load when the command runs, not for --help
+    from perception_safety.commands._confusion_config import ConfusionRunConfig
 
 
 def register(subparsers: Any) -> None:
@@ -141,6 +129,7 @@ def _progress(frames: Iterable[Any], label: str, enabled: bool) -> Iterator[Any]
 
 def run(args: argparse.Namespace) -> int:
     """Compute (or load and sum) the matrices of every input and write JSON, CSV and heatmaps."""
+    from perception_safety.commands._confusion_config import ConfusionRunConfig
     from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
     from perception_safety.evaluation.confusion.io import load_matrices, write_csv, write_json, write_metrics_csv
     from perception_safety.evaluation.confusion.metrics import class_metrics, metrics_to_json, sampling_warnings

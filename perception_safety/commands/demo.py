@@ -5,8 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rich.console import Console
-
 from perception_safety.errors import PerceptionSafetyError
 
 
@@ -25,6 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     from perception_safety.commands.evaluate import print_summary
     from perception_safety.pipeline.demo import default_demo_config, run_demo
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
-from rich.console import Console
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from perception_safety.commands._executor_args import add_executor_arguments, executor_from_args
 from perception_safety.commands._input_roles import add_input_role_flags
+
+if TYPE_CHECKING:  # rich loads when the command runs, not for --help
+    from rich.console import Console
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,6 +60,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.text import Text
+
     from perception_safety.pipeline.evaluate_config import load_evaluate_config
     from perception_safety.pipeline.run import run_evaluate
     from perception_safety.pipeline.run_state import evaluation_run, load_complete_results
@@ -110,6 +114,7 @@ def print_requirements(block: dict, console: Console) -> None:
     """PASS / FAIL / INCONCLUSIVE / NOT EVALUATED per requirement: the estimate, its interval and the end of the
     interval held to the threshold (as the report's table)."""
     from rich.table import Table
+    from rich.text import Text
 
     styles = {"PASS": "green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow", "NOT EVALUATED": "yellow"}
     table = Table(title=f"requirements: {block['overall']}")
@@ -158,6 +163,7 @@ def warning_lines(warnings: list[dict], min_group: int = 3) -> list[str]:
 def print_summary(ev, out: Path, console: Console) -> None:
     """One screen: the headline numbers and where the report is."""
     from rich.table import Table
+    from rich.text import Text
 
     table = Table(title=f"perception_safety: {ev.report.subtitle}")  # frames, inputs, unreadable ones (run.py)
     table.add_column("metric")

@@ -17,21 +17,10 @@ import csv
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
-from perception_safety.evaluation.returns import (
-    ReturnsConfig,
-    ReturnsError,
-    binary_counts,
-    classification_returns,
-    logged_config,
-    returns_report,
-    safety_metrics,
-)
-from perception_safety.io.config import format_validation_error, load_model
-from perception_safety.io.episode_log import EpisodeLogReport, read_episode_log
-from perception_safety.safe_io import atomic_open, write_text
+if TYPE_CHECKING:  # the estimators, pydantic and numpy load when the command runs, not for --help
+    from perception_safety.evaluation.returns import ReturnsConfig
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,6 +38,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _config(args: argparse.Namespace, logged: ReturnsConfig | None = None) -> ReturnsConfig:
     """--config (else the settings the episode runner recorded in the logs, else the defaults), then the overrides."""
+    from pydantic import ValidationError
+
+    from perception_safety.evaluation.returns import ReturnsConfig, ReturnsError
+    from perception_safety.io.config import format_validation_error, load_model
+
     if args.config is None and logged is not None:
         cfg = logged
         print(
@@ -72,6 +66,8 @@ def _config(args: argparse.Namespace, logged: ReturnsConfig | None = None) -> Re
 
 
 def _read_binary(path: Path) -> tuple[list[bool], list[bool]]:
+    from perception_safety.evaluation.returns import ReturnsError
+
     try:
         fh = path.open(newline="", encoding="utf-8")
     except OSError as exc:
@@ -112,6 +108,8 @@ def _print_table(report: dict) -> None:
 
 
 def _write_episode_csv(path: Path, report: dict) -> None:
+    from perception_safety.safe_io import atomic_open
+
     e1 = report.get("E1", {}).get("per_episode", {})
     e2 = report.get("E2", {}).get("per_episode", {})
     with atomic_open(path, "w", newline="") as fh:
@@ -149,6 +147,17 @@ def _write_episode_csv(path: Path, report: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from perception_safety.evaluation.returns import (
+        ReturnsError,
+        binary_counts,
+        classification_returns,
+        logged_config,
+        returns_report,
+        safety_metrics,
+    )
+    from perception_safety.io.episode_log import EpisodeLogReport, read_episode_log
+    from perception_safety.safe_io import write_text
+
     if bool(args.logs) == bool(args.binary):
         raise ReturnsError("returns: give episode logs or --binary CSV (exactly one of them)")
     args.out.mkdir(parents=True, exist_ok=True)
