@@ -23,6 +23,7 @@ from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulat
 from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.rows import MatchedRows, matched_rows
+from perception_safety.evaluation.confusion.selections import count_selections
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.pcd.sample_table import (
     SampleFrames,
@@ -134,26 +135,52 @@ def counts_json(dc: DistanceConfusion) -> dict[str, Any]:
     return out
 
 
-def confusion_part(batch: FrameBatch, cfg: EvaluateConfig, source: str, frames: np.ndarray | None = None,
-                   rows: MatchedRows | None = None) -> dict[str, Any]:  # fmt: skip
+class PendingCounts:
+    """Confusion parts asked for during one episode's map, counted together when `flush` runs (the selections of
+    one batch side by side: `selections.count_selections`); each part is an empty dict until then."""
+
+    def __init__(self, cfg: EvaluateConfig, source: str) -> None:
+        self.cfg, self.source = cfg, source
+        self._asked: list[tuple[MatchedRows, dict[str, Any]]] = []
+
+    def part(self, rows: MatchedRows) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        self._asked.append((rows, out))
+        return out
+
+    def flush(self) -> None:
+        """Fill every part asked for (`confusion_part`'s counts of its rows)."""
+        asked, self._asked = self._asked, []
+        accs = count_selections([rows for rows, _ in asked], self.cfg.confusion)
+        for (_, out), acc in zip(asked, accs, strict=True):
+            out.update(counts_json(acc.result(source=self.source)))
+
+
+def confusion_part(
+    batch: FrameBatch, cfg: EvaluateConfig, source: str, frames: np.ndarray | None = None,
+    rows: MatchedRows | None = None, pending: PendingCounts | None = None,
+) -> dict[str, Any]:
     """The confusion counts of one columnar batch (or of the frames the mask ``frames`` selects), as JSON: the batch
-    is matched once for all its selections (`matched_rows`), a selection counts its rows; ``rows``: counted as is."""
+    is matched once for all its selections (`matched_rows`), a selection counts its rows; ``rows``: counted as is;
+    ``pending``: counted with the episode's other selections when it flushes (the dict is filled then)."""
     if rows is None:
         rows = matched_rows(batch, cfg.confusion)
         rows = rows if frames is None else rows.select_frames(frames)
+    if pending is not None:
+        return pending.part(rows)
     return counts_json(ConfusionAccumulator(cfg.confusion).add_rows(rows).result(source=source))
 
 
 def band_parts(
     frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str, frame_mask: np.ndarray,
-    samples: Sequence[FrameSamples] = (),
+    samples: Sequence[FrameSamples] = (), pending: PendingCounts | None = None,
 ) -> dict[str, Any]:
     """The per-frame analyses of the frames selected by ``frame_mask``: confusion (from the batch) and PCD (a
     selection of ``samples``, the episode's samples per target, when given)."""
     analyses = set(cfg.evaluate.analyses)
     out: dict[str, Any] = {"frames": int(frame_mask.sum())}
     if batch is not None:
-        out["confusion"] = confusion_part(batch, cfg, source, frame_mask)
+        out["confusion"] = confusion_part(batch, cfg, source, frame_mask, pending=pending)
     if "pcd" in analyses:
         if samples:
             out["pcd"] = {t.name: s.for_frames(frame_mask) for t, s in zip(cfg.evaluate.pcd_targets, samples,
@@ -185,7 +212,7 @@ def episode_samples(frames: Sequence[Frame] | SampleFrames, cfg: EvaluateConfig,
 
 def speed_band_parts(
     frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str,
-    samples: Sequence[FrameSamples] = (),
+    samples: Sequence[FrameSamples] = (), pending: PendingCounts | None = None,
 ) -> dict[str, Any]:
     """The per-frame analyses per ego-speed band (bands in order of first appearance), each frame counted once
     (``samples``: the episode's `episode_samples`, else extracted per band)."""
@@ -194,13 +221,13 @@ def speed_band_parts(
     index = np.where(np.isnan(speeds), -1, size_bands(speeds, edges))  # the band `speed_band` names; -1: unknown
     table = [speed_band(lo, edges) for lo in edges]
     order = index[np.sort(np.unique(index, return_index=True)[1])].tolist()  # bands in order of first appearance
-    return {table[k] if k >= 0 else UNKNOWN: band_parts(frames, batch, cfg, source, index == k, samples)
+    return {table[k] if k >= 0 else UNKNOWN: band_parts(frames, batch, cfg, source, index == k, samples, pending)
             for k in order}
 
 
 def size_band_parts(
     frames: Sequence[Frame], batch: FrameBatch | None, cfg: EvaluateConfig, source: str,
-    flat: SampleFrames | None = None,
+    flat: SampleFrames | None = None, pending: PendingCounts | None = None,
 ) -> dict[str, Any]:
     """The per-frame analyses per object-size band: every frame, keeping only the boxes whose height is in the band.
 
@@ -225,7 +252,7 @@ def size_band_parts(
             continue
         part: dict[str, Any] = {"frames": len(frames)}
         if batch is not None:
-            part["confusion"] = confusion_part(batch, cfg, source, rows=by_band.select_band(k))
+            part["confusion"] = confusion_part(batch, cfg, source, rows=by_band.select_band(k), pending=pending)
         if samples is not None:
             part["pcd"] = {t.name: s.selected(s.band == k)
                            for t, s in zip(cfg.evaluate.pcd_targets, samples, strict=True)}  # fmt: skip

@@ -45,6 +45,7 @@ from perception_safety.pipeline.breakdowns import (
     SIZE_BAND,
     SPEED_BAND,
     Group,
+    PendingCounts,
     confusion_part,
     episode_samples,
     reduce_breakdowns,
@@ -108,8 +109,9 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
     )
     counted = batch if analyses & {"confusion", "verification"} else None  # the confusion matrices' batch
     out: dict[str, Any] = {"ground_truth_screen": screened.to_dict()}
+    pending = PendingCounts(cfg, source)  # every confusion selection of the episode counted at once, below
     if counted is not None:
-        out["confusion"] = confusion_part(counted, cfg, source)
+        out["confusion"] = confusion_part(counted, cfg, source, pending=pending)
     if "detection_ap" in analyses and cfg.image_boxes and batch is not None:  # IoU of image boxes (3D: run.py warns)
         from perception_safety.pipeline.detection_ap import ap_partial
 
@@ -127,16 +129,17 @@ def episode_parts(ep: EpisodeFrames, cfg: EvaluateConfig) -> dict[str, Any]:
         every = np.ones(len(frames), dtype=bool)
         out["pcd"] = {t.name: s.for_frames(every) for t, s in zip(cfg.evaluate.pcd_targets, samples, strict=True)}
     if SPEED_BAND in cfg.evaluate.breakdowns:
-        out["speed_bands"] = speed_band_parts(frames, counted, cfg, source, samples)
+        out["speed_bands"] = speed_band_parts(frames, counted, cfg, source, samples, pending)
     if SIZE_BAND in cfg.evaluate.breakdowns:
-        out["size_bands"] = size_band_parts(frames, counted, cfg, source, flat)
+        out["size_bands"] = size_band_parts(frames, counted, cfg, source, flat, pending)
     if "verification" in analyses and counted is not None:
         from perception_safety.pipeline.verdicts import verdict_part
 
-        out["verdicts"] = verdict_part(ep, batch, cfg)  # monitor in the loop: counts per verdict
+        out["verdicts"] = verdict_part(ep, batch, cfg, pending)  # monitor in the loop: counts per verdict
         from perception_safety.pipeline.observations import OBSERVATIONS, observation_part
 
         out[OBSERVATIONS] = observation_part(batch, cfg)  # the chain's independence test: sequences per episode
+    pending.flush()
     if "bbsl" in analyses and cfg.image_boxes:
         out["bbsl"] = {}
         for name in cfg.evaluate.bbsl_specs:

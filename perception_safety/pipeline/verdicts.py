@@ -17,17 +17,20 @@ from perception_safety.evaluation.confusion.batch import FrameBatch
 from perception_safety.evaluation.confusion.by_verdict import VerdictSplit, sum_splits
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.pipeline.bag_pass import EpisodeFrames, episode_entries
-from perception_safety.pipeline.breakdowns import confusion_part
+from perception_safety.pipeline.breakdowns import PendingCounts, confusion_part
 from perception_safety.pipeline.evaluate_config import EvaluateConfig
 
 
-def verdict_part(ep: EpisodeFrames, batch: FrameBatch, cfg: EvaluateConfig) -> dict[str, Any]:
-    """The episode's counts per verdict from its one batch, or ``{"missing": reason}`` without verdicts."""
+def verdict_part(ep: EpisodeFrames, batch: FrameBatch, cfg: EvaluateConfig,
+                 pending: PendingCounts | None = None) -> dict[str, Any]:
+    """The episode's counts per verdict from its one batch, or ``{"missing": reason}`` without verdicts
+    (``pending``: counted when it flushes, with the episode's other selections)."""
     if ep.verdicts is None:
         return {"missing": ep.verdicts_missing}
     verdicts = np.array([-1 if v is None else int(v) for v in ep.verdicts], dtype=np.int64)
     parts = {
-        key: confusion_part(batch, cfg, ep.source, verdicts == value) for key, value in (("no_alarm", 0), ("alarm", 1))
+        key: confusion_part(batch, cfg, ep.source, verdicts == value, pending=pending)
+        for key, value in (("no_alarm", 0), ("alarm", 1))
     }
     known = int((verdicts >= 0).sum())
     return {**parts, "frames_with_verdict": known, "frames_without_verdict": len(verdicts) - known}
