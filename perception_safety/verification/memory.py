@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import t as student_t
 
+from perception_safety.evaluation.tail_probabilities import student_t_sf
 from perception_safety.verification.builder import AbstractSystem, ObservationModel
 from perception_safety.verification.counted import CountedObservations
 from perception_safety.verification.errors import VerificationError
@@ -104,7 +104,7 @@ def independence_tests(runs: ObservationRuns, hit: int, alpha: float = 0.05) -> 
             se = float(np.sqrt(n_e / (n_e - 1) * (u ** 2).sum()))
             if se > 0:
                 stat = float((p1 - p0) / se)
-                pv = float(2 * student_t.sf(abs(stat), n_e - 1))
+                pv = 2 * student_t_sf(abs(stat), n_e - 1)
                 verdict = DEPENDENT if pv < alpha else INDEPENDENT
             else:
                 verdict = DEPENDENT if p1 != p0 else INDEPENDENT

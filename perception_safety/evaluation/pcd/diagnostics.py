@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import chi2
 
 from perception_safety.evaluation.pcd.config import PCDConfig
 from perception_safety.evaluation.pcd.segments import Segment
+from perception_safety.evaluation.tail_probabilities import chi2_sf
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def mean_fit_check(x: np.ndarray, resid: np.ndarray, sigma: np.ndarray, min_bin:
     sums = np.add.reduceat(resid, edges[:-1])
     variances = np.add.reduceat(var, edges[:-1])
     stat = float(np.sum(np.square(sums) / variances))
-    return FitCheck(stat, bins, float(chi2.sf(stat, bins)))
+    return FitCheck(stat, bins, chi2_sf(stat, bins))
 
 
 def grid_jumps(
