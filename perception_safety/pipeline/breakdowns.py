@@ -21,6 +21,7 @@ import numpy as np
 from perception_safety.core.types import Frame
 from perception_safety.evaluation.confusion.accumulate import ConfusionAccumulator, sum_confusions
 from perception_safety.evaluation.confusion.batch import FrameBatch
+from perception_safety.evaluation.confusion.clusters import ClusterCounts
 from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.rows import MatchedRows, matched_rows
 from perception_safety.evaluation.confusion.selections import count_selections
@@ -116,20 +117,28 @@ def counts_json(dc: DistanceConfusion) -> dict[str, Any]:
     arrays stay numpy arrays (the reduce reads array-likes; `pipeline.partials` writes them flat), so neither the map
     nor the reduce builds nested Python lists of them; ``clusters`` holds `ClusterCounts.to_json`'s keys.
     """
+    cms = (dc.class_cm, dc.prop_cm, dc.class_cm_pooled, dc.prop_cm_pooled)
+    return _counts(dc, cms, dc.pooled_method, dc.source, dc.report, dc.clusters)
+
+
+def _counts(labels: DistanceConfusion, cms: Sequence[np.ndarray], pooled_method: str, source: str,
+            report: dict[str, Any], clusters: ClusterCounts | None) -> dict[str, Any]:  # fmt: skip
+    """`counts_json` of these matrices (class, prop, pooled class, pooled prop), with the edges and labels of
+    ``labels`` (a `DistanceConfusion` of the same config)."""
     out = {
-        "bin_edges": [[lo, hi] for lo, hi in dc.bin_edges],
-        "class_labels": list(dc.class_labels),
-        "prop_labels": list(dc.prop_labels),
-        "class_cm": dc.class_cm,
-        "prop_cm": dc.prop_cm,
-        "class_cm_pooled": dc.class_cm_pooled,
-        "prop_cm_pooled": dc.prop_cm_pooled,
-        "pooled_method": dc.pooled_method,
-        "source": dc.source,
-        "report": dc.report,
+        "bin_edges": [[lo, hi] for lo, hi in labels.bin_edges],
+        "class_labels": list(labels.class_labels),
+        "prop_labels": list(labels.prop_labels),
+        "class_cm": cms[0],
+        "prop_cm": cms[1],
+        "class_cm_pooled": cms[2],
+        "prop_cm_pooled": cms[3],
+        "pooled_method": pooled_method,
+        "source": source,
+        "report": report,
     }
-    if dc.clusters is not None:  # per-episode counts for the cluster-aware intervals (issue 24)
-        c = dc.clusters
+    if clusters is not None:  # per-episode counts for the cluster-aware intervals (issue 24)
+        c = clusters
         out["clusters"] = {"unit": c.unit, "ids": list(c.ids), "frames": c.frames, "class_cm": c.class_cm,
                            "class_cm_pooled": c.class_cm_pooled, "unmatched": c.unmatched}  # fmt: skip
     return out
@@ -151,9 +160,17 @@ class PendingCounts:
     def flush(self) -> None:
         """Fill every part asked for (`confusion_part`'s counts of its rows)."""
         asked, self._asked = self._asked, []
+        if not asked:
+            return
         accs = count_selections([rows for rows, _ in asked], self.cfg.confusion)
-        for (_, out), acc in zip(asked, accs, strict=True):
-            out.update(counts_json(acc.result(source=self.source)))
+        first = accs[0].result(source=self.source)
+        asked[0][1].update(counts_json(first))
+        for (_, out), acc in zip(asked[1:], accs[1:], strict=True):
+            if self.cfg.confusion.sample_unit != "frame":  # windows' votes: the matrices `result` gives
+                out.update(counts_json(acc.result(source=self.source)))
+                continue
+            cms = (acc.class_cm, acc.prop_cm, acc.class_cm_pooled, acc.prop_cm_pooled)  # what `result` freezes
+            out.update(_counts(first, cms, first.pooled_method, self.source, acc.report(), acc.cluster_result()))
 
 
 def confusion_part(

@@ -251,10 +251,10 @@ class ConfusionAccumulator:
             pooled_method="single_bin",
             source=source,
             report=self.report(),
-            clusters=self._cluster_result(),
+            clusters=self.cluster_result(),
         )
 
-    def _cluster_result(self) -> ClusterCounts | None:
+    def cluster_result(self) -> ClusterCounts | None:
         """Per-episode counts when every frame has an episode and the unit is the frame (else None)."""
         if self._votes is not None or self.counters["frames_without_episode"] or not len(self.clusters):
             return None
