@@ -5,7 +5,8 @@ ego-speed band, each object-size band). Counting each on its own costs a dozen s
 ~100-frame episodes; here the selections are laid side by side (frames renumbered) and every count gets a leading
 selection axis, so one call per count serves all of them. Each result is the accumulator
 ``ConfusionAccumulator(cfg).add_rows(rows)`` gives (tested equal); a selection outside the fast path (no frame,
-several episodes, ``sample_unit: track_window``) is counted by ``add_rows`` itself.
+several episodes, ``sample_unit: track_window``) is counted by ``add_rows`` itself, and one with nothing in it
+(no frame, object or detection) adds nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ def _episode(rows: MatchedRows) -> str | None:
     return str(first) if first != "" and (eps == first).all() else None
 
 
+def _nothing(rows: MatchedRows) -> bool:
+    """No frame, object, detection or fallback frame (e.g. the alarm verdict of an episode without alarms)."""
+    return rows.n_frames == 0 and not (len(rows.gt_frame) or len(rows.det_frame) or len(rows.hard_frame))
+
+
 def count_selections(selections: Sequence[MatchedRows], cfg: ConfusionConfig) -> list[ConfusionAccumulator]:
     """One accumulator per selection, each holding what ``add_rows`` of that selection alone gives."""
     accs = [ConfusionAccumulator(cfg) for _ in selections]
@@ -37,7 +43,10 @@ def count_selections(selections: Sequence[MatchedRows], cfg: ConfusionConfig) ->
         if rows.config is not cfg and rows.config != cfg:
             raise ValueError("these rows were matched with another confusion config than the accumulator's")
         episode = _episode(rows) if cfg.sample_unit == "frame" else None
-        if episode is None:
+        if cfg.sample_unit == "frame" and _nothing(rows):  # adds no count and no episode: the fresh accumulator
+            acc.unmapped_detections.update(rows.unmapped_detections)
+            acc.unmapped_ground_truth.update(rows.unmapped_ground_truth)
+        elif episode is None:
             acc.add_rows(rows)
         else:
             fast.append((k, episode))
@@ -122,8 +131,8 @@ def _count_many(accs: list[ConfusionAccumulator], sels: list[MatchedRows], episo
         acc.prop_cm_pooled += prop_pooled[s]
         acc.unannotated_by_bin += unmatched[s]
         acc.unannotated_by_class += by_class[s]
-        acc._cluster_parts.append(ClusterCounts.built((episode,), per_bin[s][None].copy(), pooled[s][None].copy(),
-                                                      unmatched[s][None].copy(), n_f[s:s + 1].copy()))  # fmt: skip
+        acc._cluster_parts.append(ClusterCounts.built((episode,), per_bin[s:s + 1], pooled[s:s + 1],
+                                                      unmatched[s:s + 1], n_f[s:s + 1]))  # read-only views
         for name, values in counts.items():
             acc.counters[name] += int(values[s])
         acc.unmapped_detections.update(rows.unmapped_detections)
