@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from perception_safety.bbsl.config import BBSLConfig
 from perception_safety.evaluation.confusion.config import ConfusionConfig
 from perception_safety.evaluation.detection_ap.config import DetectionAPConfig
-from perception_safety.evaluation.pcd.compute import PCDConfig
+from perception_safety.evaluation.pcd.config import PCDConfig
 from perception_safety.evaluation.requirements.config import KnownNames, Requirement, check_names
 from perception_safety.evaluation.returns import ReturnsConfig
 from perception_safety.executors.config import ExecutorConfig

@@ -16,7 +16,6 @@ from functools import lru_cache
 from typing import Literal
 
 import numpy as np
-from scipy.interpolate import BSpline
 from scipy.linalg import LinAlgError, solve
 
 from perception_safety.errors import PerceptionSafetyError
@@ -56,6 +55,8 @@ def design(u: np.ndarray, knots: np.ndarray, degree: int = 3):
     `CACHED_POINTS` points the last few matrices are kept (a segment fit and its residuals evaluate the same
     ``u``; scipy's set-up is most of the cost there); callers never modify it.
     """
+    from scipy.interpolate import BSpline  # ~0.15 s to import: loaded by the fit, not by the config or the map
+
     u = np.asarray(u, dtype=np.float64)
     if u.size > CACHED_POINTS:
         return BSpline.design_matrix(u, knots, degree, extrapolate=True)
@@ -68,6 +69,8 @@ CACHED_POINTS = 4096
 
 @lru_cache(maxsize=8)
 def _design(u: bytes, knots: bytes, degree: int):
+    from scipy.interpolate import BSpline
+
     return BSpline.design_matrix(np.frombuffer(u), np.frombuffer(knots), degree, extrapolate=True)
 
 
