@@ -10,7 +10,11 @@ With ``--demo DIR``: ``perception-safety evaluate`` in a fresh process on ``--co
 perception bags (as `bench_evaluate.py --demo`), its total CPU against the CPU its results.json ``timings``
 count and against a bare rosbags read + deserialisation of the same bags' non-image topics (in this process).
 
+With ``--baseline DIR`` (another checkout of the package, e.g. a ``git worktree`` at an earlier commit) every
+fresh-process case also runs on that code, interleaved with this checkout's, and the table gives the ratio.
+
 Usage: python benchmarks/bench_startup.py [--repeat 5] [--top 15] [--demo /work/demo_out --copies 16]
+       [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -36,8 +40,8 @@ def command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "perception_safety.cli"]
 
 
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100"}
+def env(checkout: Path = ROOT) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(checkout), "COLUMNS": "100"}
 
 
 def children_cpu() -> float:
@@ -45,10 +49,10 @@ def children_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
-    """(CPU s, wall s) of one fresh process; its output is dropped."""
+def timed(argv: list[str], checkout: Path = ROOT) -> tuple[float, float]:
+    """(CPU s, wall s) of one fresh process on ``checkout``'s code; its output is dropped."""
     c, t = children_cpu(), time.perf_counter()
-    subprocess.run(argv, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    subprocess.run(argv, env=env(checkout), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
     return children_cpu() - c, time.perf_counter() - t
 
 
@@ -69,7 +73,7 @@ def importtime_top(code: str, top: int) -> list[tuple[int, int, str]]:
     return sorted(rows, reverse=True)[:top]
 
 
-def startup(repeat: int, top: int) -> None:
+def startup(repeat: int, top: int, baseline: Path | None) -> None:
     py = sys.executable
     cases = {
         "python -c pass": [py, "-c", "pass"],
@@ -78,28 +82,39 @@ def startup(repeat: int, top: int) -> None:
         "perception-safety evaluate --help": [*command(), "evaluate", "--help"],
         "evaluate's imports (config models, pipeline)": [py, "-c", EVALUATE_IMPORTS],
     }
-    best: dict[str, tuple[float, float]] = {}
+    code = [ROOT] if baseline is None else [ROOT, baseline]
+    best: dict[tuple[str, Path], tuple[float, float]] = {}
     for _ in range(repeat):  # interleaved, so that a burst of load hits every case alike
         for name, argv in cases.items():
-            cpu, wall = timed(argv)
-            old = best.get(name)
-            best[name] = (min(cpu, old[0]), min(wall, old[1])) if old else (cpu, wall)
-    bare, rosbags = best["python -c pass"][0], best["import rosbags.rosbag2, rosbags.typesys"][0]
-    print(f"start-up, fresh processes, least of {repeat} (load at end {load()}):")
-    print(f"{'command':<48}{'CPU s':>8}{'wall s':>8}{'vs pass':>9}{'vs rosbags':>11}")
-    for name, (cpu, wall) in best.items():
-        print(f"{name:<48}{cpu:8.3f}{wall:8.3f}{cpu / bare:9.1f}{cpu / rosbags:11.2f}")
+            for checkout in code:
+                cpu, wall = timed(argv, checkout)
+                old = best.get((name, checkout))
+                best[name, checkout] = (min(cpu, old[0]), min(wall, old[1])) if old else (cpu, wall)
+    bare, rosbags = best["python -c pass", ROOT][0], best["import rosbags.rosbag2, rosbags.typesys", ROOT][0]
+    print(f"start-up, fresh processes, least of {repeat} (load at end {load()}; PYTHONDONTWRITEBYTECODE="
+          f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}: with 1, every process compiles the package from source)")
+    head = f"{'command':<48}{'CPU s':>8}{'wall s':>8}{'vs pass':>9}{'vs rosbags':>11}"
+    print(head + (f"{'baseline CPU s':>16}{'vs baseline':>12}" if baseline else ""))
+    for name in cases:
+        cpu, wall = best[name, ROOT]
+        row = f"{name:<48}{cpu:8.3f}{wall:8.3f}{cpu / bare:9.1f}{cpu / rosbags:11.2f}"
+        if baseline:
+            row += f"{best[name, baseline][0]:16.3f}{cpu / best[name, baseline][0]:12.2f}"
+        print(row)
+    if baseline:
+        print(f"baseline: {baseline}")
     print(f"\npython -X importtime -c '{EVALUATE_IMPORTS}': top {top} of the first two levels by cumulative time")
     print(f"{'cumulative ms':>14}{'self ms':>9}  module")
     for cum, own, name in importtime_top(EVALUATE_IMPORTS, top):
         print(f"{cum / 1000:14.1f}{own / 1000:9.1f}  {name}")
 
 
-def demo_run(demo: Path, copies: int, config: Path) -> None:
+def demo_run(demo: Path, copies: int, config: Path, baseline: Path | None) -> None:
     """Fresh-process `evaluate` on the demo copies: total CPU vs the timings it reports vs the bare read."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from bench_evaluate import demo_copies, read_non_image
 
+    rows = []
     with tempfile.TemporaryDirectory(prefix="bench_startup_") as tmp_s:
         tmp = Path(tmp_s)
         bags = demo_copies(demo, copies, tmp / "in")
@@ -109,18 +124,24 @@ def demo_run(demo: Path, copies: int, config: Path) -> None:
         n = read_non_image(bags)
         own = resource.getrusage(resource.RUSAGE_SELF)
         bare = own.ru_utime + own.ru_stime - c0
-        out = tmp / "out"
-        argv = [*command(), "evaluate", *map(str, roots), "--config", str(config), "--out", str(out), "--jobs", "1"]
-        cpu, wall = timed(argv)
-        timings = json.loads((out / "results.json").read_text(encoding="utf-8"))["timings"]
-        counted = timings["cpu"]["total_s"]
+        for i, checkout in enumerate([ROOT] if baseline is None else [ROOT, baseline]):
+            out = tmp / f"out{i}"
+            argv = [*command(), "evaluate", *map(str, roots), "--config", str(config), "--out", str(out), "--jobs", "1"]
+            cpu, wall = timed(argv, checkout)
+            timings = json.loads((out / "results.json").read_text(encoding="utf-8"))["timings"]
+            counted = timings["cpu"]["total_s"] if "cpu" in timings else None
+            rows.append(("this checkout" if checkout == ROOT else "baseline", cpu, wall, counted))
     print(f"\n`perception-safety evaluate --jobs 1` on {len(bags)} bags ({copies} copies of the demo's perception "
           f"bags, {n} non-image messages), load at start {l0}:")
-    print(f"{'':<52}{'CPU s':>8}{'vs bare':>9}")
-    print(f"{'bare rosbags read + deserialise (in this process)':<52}{bare:8.2f}{1:9.2f}")
-    print(f"{'evaluate, steps its timings count':<52}{counted:8.2f}{counted / bare:9.2f}")
-    print(f"{'evaluate, whole fresh process (wall ' + f'{wall:.2f} s)':<52}{cpu:8.2f}{cpu / bare:9.2f}")
-    print(f"{'  of which outside the timings (start-up, exit)':<52}{cpu - counted:8.2f}{(cpu - counted) / bare:9.2f}")
+    print(f"{'':<58}{'CPU s':>8}{'vs bare':>9}")
+    print(f"{'bare rosbags read + deserialise (in this process)':<58}{bare:8.2f}{1:9.2f}")
+    for who, cpu, wall, counted in rows:
+        if counted is not None:
+            print(f"{who + ': the steps its timings count':<58}{counted:8.2f}{counted / bare:9.2f}")
+        print(f"{who + f': whole fresh process (wall {wall:.2f} s)':<58}{cpu:8.2f}{cpu / bare:9.2f}")
+        if counted is not None:
+            print(f"{'  outside the timings (interpreter, imports, exit)':<58}{cpu - counted:8.2f}"
+                  f"{(cpu - counted) / bare:9.2f}")
 
 
 def main() -> None:
@@ -130,10 +151,12 @@ def main() -> None:
     ap.add_argument("--demo", type=Path, help="a `perception-safety demo` output: also the fresh-process evaluate")
     ap.add_argument("--copies", type=int, default=16, help="copies of the demo's perception bags (--demo)")
     ap.add_argument("--config", type=Path, default=ROOT / "config" / "demo.yaml", help="evaluate config (--demo)")
+    ap.add_argument("--baseline", type=Path, help="another checkout of the package, measured in the same run")
     args = ap.parse_args()
-    startup(args.repeat, args.top)
+    baseline = args.baseline.resolve() if args.baseline else None
+    startup(args.repeat, args.top, baseline)
     if args.demo:
-        demo_run(args.demo, args.copies, args.config)
+        demo_run(args.demo, args.copies, args.config, baseline)
 
 
 if __name__ == "__main__":
