@@ -53,3 +53,17 @@ def test_the_probe_sees_a_heavy_import():
     """The check above could fail: a command that imports numpy at start-up shows up in the probe."""
     loaded = _loaded_after("from perception_safety.cli import build_parser\nbuild_parser()\nimport numpy")
     assert "numpy" in loaded
+
+
+def test_a_command_in_its_own_process_writes_everything_and_exits_cleanly(tmp_path):
+    """The process ends through the CLI's exit path (objects frozen before the interpreter's last collections):
+    the outputs are complete, the exit code and the console output are the command's."""
+    labels = tmp_path / "labels.csv"
+    labels.write_text("tau,alarm\n1,1\n1,0\n0,0\n0,1\n1,1\n0,0\n", encoding="utf-8")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "perception_safety.cli", "returns", "--binary", str(labels), "--out", str(tmp_path)]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().endswith(f"wrote {tmp_path / 'returns.json'}")
+    report = json.loads((tmp_path / "returns.json").read_text(encoding="utf-8"))
+    assert report["binary"]["counts"] == {"TP": 2, "FP": 1, "FN": 1, "TN": 2}  # the six rows, counted by hand
