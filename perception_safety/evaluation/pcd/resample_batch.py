@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.interpolate import BSpline
 from scipy.special import expit, gammaln
 
 from perception_safety.evaluation.pcd.cells import CellTable, within_squares
@@ -62,6 +61,8 @@ class Rows:
 def basis_rows(x: np.ndarray, lo: np.ndarray, hi: np.ndarray, system: np.ndarray, cfg: PCDConfig) -> Rows:
     """The basis of each row at ``x`` on its system's range ``[lo, hi]`` (``lo``/``hi`` per row), as `pspline` maps
     distances to the unit interval (one scipy design-matrix call for all rows)."""
+    from scipy.interpolate import BSpline  # ~0.15 s to import: loaded when a bootstrap runs, as in `pspline`
+
     scale = np.where(hi != lo, hi - lo, 1.0)
     u = np.clip((x - lo) / scale, 0.0, 1.0)
     d1 = cfg.spline_degree + 1
