@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from perception_safety.evaluation.confusion.types import DistanceConfusion
-from perception_safety.verification.builder import AbstractSystem, MarkovChain, ObservationModel, build_chain
+from perception_safety.verification.builder import AbstractSystem, ObservationModel
 from perception_safety.verification.car_pedestrian import Geometry, car_pedestrian_system
 from perception_safety.verification.config import GeometryConfig, TrueEnvConfig, VerificationConfig
 from perception_safety.verification.controllers import ResolvedController, resolve_controller, state_controller
@@ -95,12 +95,3 @@ def car_system(
                          confusion.empty_label, ml.fail_safe, ml.emergency_deceleration)
     return g, car_pedestrian_system(g, labels, speeds, cfg.pedestrian_label, cfg.geometry.initial_cell, k)
 
-
-def build_variant_chain(
-    confusion: DistanceConfusion, cfg: VerificationConfig, variant: str, env_name: str, max_speed: int,
-    name: str | None = None, controller: ResolvedController | None = None,
-) -> tuple[Geometry, MarkovChain]:
-    """Algorithm 3 on the car–pedestrian system for one variant, environment and max speed."""
-    g, system = car_system(confusion, cfg, variant, env_name, max_speed, controller)
-    env = cfg.true_envs[env_name]
-    return g, build_chain(system, observation_model(confusion, variant, env, cfg.beyond_last_bin, name))

@@ -24,31 +24,24 @@ from perception_safety.verification.posterior import (
     posterior_values,
     summarise_many,
 )
-from perception_safety.verification.storm_batch import Steps, run
+from perception_safety.verification.storm_batch import Steps
 
 
 def unsupported(spec: str, exc: VerificationError) -> str:
     return f"spec {spec!r}: no interval bounds or posterior for this formula ({exc})"
 
 
-def chain_bounds(
+def chain_bounds_steps(
     system: AbstractSystem, counted: CountedObservations, specs: dict[str, str], cfg: VerificationConfig, where: str,
     warnings: list[str], bins: np.ndarray | None = None,
-) -> tuple[dict[str, SpecBounds], dict[str, Any]]:
-    """Interval chain + Storm bounds of every spec; unsupported specs and widened bounds become warnings.
+) -> Steps[tuple[dict[str, SpecBounds], dict[str, Any]]]:
+    """Interval chain + Storm bounds of every spec, as a `storm_batch` computation; unsupported specs and widened
+    bounds become warnings.
 
     The intervals are Bonferroni-split over every cell of the used columns in every bin the chain decides in
     (`interval_chain.decision_bins`, or ``bins`` when the caller has them), so all bounds of this chain hold
     jointly at ``1 − alpha``.
     """
-    return run(chain_bounds_steps(system, counted, specs, cfg, where, warnings, bins))
-
-
-def chain_bounds_steps(
-    system: AbstractSystem, counted: CountedObservations, specs: dict[str, str], cfg: VerificationConfig, where: str,
-    warnings: list[str], bins: np.ndarray | None = None,
-) -> Steps[tuple[dict[str, SpecBounds], dict[str, Any]]]:
-    """`chain_bounds` as a `storm_batch` computation."""
     if not cfg.bounds.enabled:
         return {}, {}
     if bins is None:
