@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,14 +80,29 @@ def sweep_combinations(
     (`storm_batch.run_all`; ``together=False``: each check on its own chain, one after the other, the same numbers);
     per pair its result, or the first error its setup or its chains (by max speed) met — what sweeping it alone
     gives. Chains before that error are exported, as they would have been."""
+    resolved: dict[str, Any] = {}
+
+    def once(key: str, make: Callable[[], Any]) -> Any:
+        """The specs or the controller, resolved (a policy file read, a Python controller imported) for the first
+        pair that needs them; their error, if any, is every such pair's."""
+        if key not in resolved:
+            try:
+                resolved[key] = make()
+            except VerificationError as exc:
+                resolved[key] = exc
+        if isinstance(resolved[key], VerificationError):
+            raise resolved[key]
+        return resolved[key]
+
     plans: list[list[Any] | VerificationError] = []
     for variant, env_name in pairs:
         try:
-            specs = resolve_specs(cfg.specs, cfg.custom_specs)
+            specs = once("specs", lambda: resolve_specs(cfg.specs, cfg.custom_specs))
             if not env_name:
                 raise VerificationError("true_envs: empty environment name")
-            combo = Combo.make(confusion, cfg, variant, env_name, specs, resolve_controller(cfg.controller), name,
-                               episodes, observation_runs)
+            combo = Combo.make(confusion, cfg, variant, env_name, specs,
+                               once("controller", lambda: resolve_controller(cfg.controller)), name, episodes,
+                               observation_runs)
         except VerificationError as exc:
             plans.append(exc)
             continue
@@ -115,7 +130,7 @@ def sweep_combinations(
                     export_drn(o.value.chain, stem.with_suffix(".drn"))
                 if cfg.export in ("prism", "both"):
                     export_prism_explicit(o.value.chain, stem)
-        out.append(error if error is not None else merge_chains(result, resolve_specs(cfg.specs, cfg.custom_specs)))
+        out.append(error if error is not None else merge_chains(result, resolved["specs"]))
     return out
 
 
