@@ -19,6 +19,11 @@ from perception_safety.executors.base import OnDone, Outcome, call_captured
 from perception_safety.executors.lifetime import die_with_parent, sigterm_interrupts
 
 
+def runs_in_process(jobs: int, n_tasks: int) -> bool:
+    """Whether `run_local` runs the tasks one after the other in this process (no worker pool)."""
+    return jobs <= 1 or n_tasks <= 1
+
+
 def run_local(
     fn: Callable[..., Any],
     tasks: Sequence[tuple[Any, ...]],
@@ -35,7 +40,7 @@ def run_local(
             on_done(out)
 
     with sigterm_interrupts():
-        if jobs <= 1 or len(tasks) <= 1:
+        if runs_in_process(jobs, len(tasks)):
             for i, args in enumerate(tasks):
                 ok, value = call_captured(fn, args)
                 finish(Outcome(i, value if ok else None, None if ok else value))

@@ -31,6 +31,7 @@ from perception_safety.evaluation.confusion.io import confusion_from_mapping
 from perception_safety.evaluation.confusion.types import DistanceConfusion
 from perception_safety.evaluation.ground_truth_screen import ScreenCounts, screen_frames
 from perception_safety.executors import ExecutorConfig, Outcome, run_tasks
+from perception_safety.executors.local import runs_in_process
 from perception_safety.io.bag_inputs import bag_conditions
 from perception_safety.monitors.stop_region import STOP_REGION_BBSL, bbsl_bindings
 from perception_safety.pipeline.bag_pass import (
@@ -360,7 +361,7 @@ def map_bags(
         executor = executor.model_copy(update={"jobs": workers_for(inputs, executor.jobs)})
 
     tasks = [(json.dumps(i.to_json()), config_json) for i in inputs]
-    in_process = executor.kind == "local" and (executor.jobs <= 1 or len(tasks) <= 1)  # `run_local`'s rule
+    in_process = executor.kind == "local" and runs_in_process(executor.jobs, len(tasks))
     with collector_paused(in_process) as tidy:
 
         def done(out: Outcome) -> None:
