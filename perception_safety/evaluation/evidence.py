@@ -138,8 +138,7 @@ def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: Conf
     gt_pred, det_used = rows.gt_pred, rows.det_matched
     names = (*cfg.class_names, cfg.empty_label)
     edges = np.asarray(cfg.bin_edges, dtype=np.float64)
-    b = np.searchsorted(edges, batch.gt_distances, side="right") - 1
-    gt_frame = np.repeat(np.arange(batch.n_frames), np.diff(batch.gt_offsets))
+    b, gt_frame, det_frame = rows.gt_bin, rows.gt_frame, rows.det_frame  # the match's own bins and frame indices
     stamps = batch.frame_stamps if batch.frame_stamps is not None else np.array([f.stamp_ns for f in frames])
     gts = np.flatnonzero((b >= 0) & (b < len(edges) - 1))
     pred = gt_pred[gts]
@@ -165,7 +164,6 @@ def collect_confusion(col: EvidenceCollector, frames: Sequence[Frame], cfg: Conf
                         d if kind != "matched" else -d)
 
     col.add_ranked(cells, which.reshape(-1), np.where(matched, -dist, dist), stamps[gt_frame[gts]], gt_ref)
-    det_frame = np.repeat(np.arange(batch.n_frames), np.diff(batch.det_offsets))
     scores = batch.det_scores if batch.det_scores is not None else np.array(
         [d.score for f in frames for d in f.detections if mapper(d.class_id) >= 0], dtype=np.float64)
     false = np.flatnonzero(~det_used)
