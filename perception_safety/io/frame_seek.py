@@ -208,10 +208,10 @@ def _coarse_jpeg(msg: Any, stamp: int, coarse: Coarse) -> np.ndarray | None:
     size)``; a grey JPEG too comes out as three equal channels, as the overlay draws it); None when it is not a
     JPEG (the caller decodes it)."""
     data = getattr(msg, "data", None)
-    if data is None or len(data) < 4 or bytes(data[:2]) != b"\xff\xd8":
+    if data is None:
         return None
     try:
-        size = jpeg_size(data)
+        size = jpeg_size(data)  # refuses what is not a JPEG (no SOI marker) too
     except InvalidValueError:
         return None  # the full decoder judges it
     shown_smaller = coarse(stamp, size)

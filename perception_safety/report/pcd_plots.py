@@ -95,11 +95,11 @@ def draw_fit(ax: Axes, result: PCDResult, title: str = "", legend: bool = True, 
         ax.legend()
 
 
-def fits_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path, width_px: int | None = None) -> Path:
-    """One panel per input (side by side, shared y axis) with `draw_fit`; writes an SVG (``width_px``: the width
-    drawn for, default `REPORT_WIDTH` or 480 px per panel if wider)."""
+def fits_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path) -> Path:
+    """One panel per input (side by side, shared y axis) with `draw_fit`; writes an SVG drawn for the
+    report's width (`REPORT_WIDTH`), or 480 px per panel if wider."""
     k = max(1, len(results))
-    width = max(width_px or REPORT_WIDTH, 480 * k)
+    width = max(REPORT_WIDTH, 480 * k)
     panel_w = (width - 70 - 15 - (k - 1) * 20) / k
     w, h, boxes = panel_grid(k, k, (panel_w, 400), (70, 15, 34, 50), (20, 0))
     desc = "; ".join(f"{label}: PCD {r.pcd:.1f} m, {r.x.size} samples" for label, r in results)
@@ -135,11 +135,10 @@ def draw_surface(canvas: Canvas, box: Box, result: PCDResult, title: str = "", v
     colour_bar(canvas, Box(box.right + 12, box.y, 14, box.h), VIRIDIS, 0.0, top, "PCD (m)")
 
 
-def surfaces_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path, width_px: int | None = None
-                    ) -> Path:
+def surfaces_figure(results: Sequence[tuple[str, PCDResult]], path: str | Path) -> Path:
     """One PCD-surface heatmap per input, each with its own colour bar (ranges may differ a lot); writes an SVG."""
     k = max(1, len(results))
-    width = max(width_px or REPORT_WIDTH, 460 * k)
+    width = max(REPORT_WIDTH, 460 * k)
     panel_w = min((width - 60 - 90 - (k - 1) * 150) / k, 560)
     w, h, boxes = panel_grid(k, k, (panel_w, 380), (60, 90, 34, 56), (150, 0))
     canvas = Canvas(w, h, "PCD surface over (y_t, p_t) per input",

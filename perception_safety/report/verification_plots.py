@@ -86,17 +86,16 @@ def plot_satisfaction(
     log_scale: bool = False,
     cell_length_m: float = 1.0,
     step_s: float | None = None,
-    width_px: int | None = None,
 ) -> Path:
-    """Write the Fig. 8-style 2×2 figure as SVG (``width_px``: the width drawn for, default `REPORT_WIDTH`); a
-    variant without results gets a panel saying so."""
+    """Write the Fig. 8-style 2×2 figure as SVG, drawn for the report's width (`REPORT_WIDTH`); a variant without
+    results gets a panel saying so."""
     results = list(results)
     variants = list(variants)
     cols = 2 if len(variants) > 1 else 1
     banded = any(r.get("lower") is not None for r in results)
     above = 44 if step_s else 0  # the m/s axis on top of each panel
     top = 40 + (18 if banded else 0) + 26 + above
-    panel_w = ((width_px or REPORT_WIDTH) - 70 - 15 - (cols - 1) * 40) / cols
+    panel_w = (REPORT_WIDTH - 70 - 15 - (cols - 1) * 40) / cols
     w, h, boxes = panel_grid(len(variants), cols, (panel_w, 280), (70, 15, top, 50), (40, 76 + 26 + above))
     title = f"Satisfaction probability, true environment '{true_env}', spec '{spec}'"
     data = {v: curves(results, v, true_env, spec) for v in variants}

@@ -213,8 +213,10 @@ def _collision_refs(ev: Evaluation, cfg: EvaluateConfig, limit: int) -> list[dic
             if r.get("role") == "perception" and not r.get("excluded")}
     out = []
     for ep in hit:
+        if len(out) >= limit:
+            break
         bag = bags.get(ep)
-        if bag is None or len(out) >= limit:
+        if bag is None:
             continue
         windows: dict[int, tuple[int, int]] = {}
         try:

@@ -20,7 +20,6 @@ LINE_HEIGHT = 1.2
 """Distance between the baselines of a multi-line text, in font sizes."""
 DENSE = 400
 """Markers above this many are snapped to half pixels and deduplicated (a scatter of thousands of samples)."""
-"""Distance between the baselines of a multi-line text, in font sizes."""
 
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
