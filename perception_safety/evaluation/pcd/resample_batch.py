@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import expit, gammaln
 
 from perception_safety.evaluation.pcd.cells import CellTable, within_squares
-from perception_safety.evaluation.pcd.changepoints import critical_value
+from perception_safety.evaluation.pcd.changepoints import cell_squares, critical_value
 from perception_safety.evaluation.pcd.config import PCDConfig
 from perception_safety.evaluation.pcd.grid import model_probabilities
 from perception_safety.evaluation.pcd.logistic import ETA_LIMIT, RIDGE
@@ -208,7 +208,7 @@ def score_model(
         r_seg = cells.means[row] - rows.apply(beta)
         if root:  # the full fit: its residuals give sigma, its coefficients the mean
             coef[seg_r], resid[row] = beta, r_seg
-        sq = cells.counts[row] * np.square(r_seg) + cells.within[row]
+        sq = cell_squares(r_seg, cells.counts[row], cells.within[row])
         n = cum[hi] - cum[lo]
         total = np.add.reduceat(sq, starts)
         test = ok[seg_r] & (n >= min_size) & (cells.x[lo] != cells.x[hi - 1]) & (total / n > floor[seg_r])
@@ -326,7 +326,7 @@ def estimate_resamples(
     marker[cells.first[:-1]] = 1
     marker[cuts] += 1
     segment = np.cumsum(marker > 0) - 1
-    sq = cells.counts * np.square(resid) + cells.within
+    sq = cell_squares(resid, cells.counts, cells.within)
     sigma_seg = np.sqrt(np.bincount(segment, sq) / np.round(np.bincount(segment, cells.counts)))
     # every kept cell of a fitted resample: the mean, sigma of its segment, p_det (eq. 9)
     sys_of = np.full(len(stats), -1)
