@@ -18,7 +18,6 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
-from scipy.sparse.csgraph import breadth_first_order
 
 from perception_safety.evaluation.clustered import MIN_CLUSTERS
 from perception_safety.verification.builder import AbstractSystem, MarkovChain, build_chain
@@ -34,7 +33,7 @@ from perception_safety.verification.memory import (
     memory_counts,
     memory_system,
 )
-from perception_safety.verification.posterior import PosteriorSummary, round_to_error
+from perception_safety.verification.posterior import PosteriorSummary, reachable_mask, round_to_error
 from perception_safety.verification.specs import check_steps
 from perception_safety.verification.storm_batch import Steps, run
 from perception_safety.verification.uncertainty import chain_bounds_steps, chain_posterior, posterior_draws
@@ -176,10 +175,7 @@ def reachable_part(chain: MarkovChain) -> MarkovChain:
     product are never reached, and Storm's LTL product fails on such a chain ("Invalid item count of state
     labeling"); P(φ) at the initial states is unchanged."""
     a = chain.to_scipy()
-    keep = np.zeros(chain.n_states, dtype=bool)
-    for s in chain.initial_states.tolist():
-        keep[breadth_first_order(a, int(s), directed=True, return_predecessors=False)] = True
-    idx = np.flatnonzero(keep)
+    idx = np.flatnonzero(reachable_mask(a, chain.initial_states))
     new = np.full(chain.n_states, -1, dtype=np.int64)
     new[idx] = np.arange(idx.size)
     sub = a[idx][:, idx].tocsr()

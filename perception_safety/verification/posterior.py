@@ -39,6 +39,17 @@ from perception_safety.verification.until_solve import (
 )
 
 
+def reachable_mask(graph: Any, initial_states: np.ndarray) -> np.ndarray:
+    """Mask of the states reachable in ``graph`` (a scipy sparse matrix, an edge where non-zero) from the initial
+    states."""
+    from scipy.sparse.csgraph import breadth_first_order
+
+    keep = np.zeros(graph.shape[0], dtype=bool)
+    for s in np.asarray(initial_states).tolist():
+        keep[breadth_first_order(graph, int(s), directed=True, return_predecessors=False)] = True
+    return keep
+
+
 @dataclass(frozen=True, eq=False)
 class ChainSkeleton:
     """Every transition ``(s, K(s, y))`` Algorithm 3 can produce, and which ``(bin, outcome)`` feeds it.
@@ -65,14 +76,10 @@ class ChainSkeleton:
         """Mask of the states reachable from the initial ones: the only states whose values P(φ) at the initial
         states reads (most of a memory chain's ``(state, last observation)`` pairs are never reached)."""
         from scipy.sparse import csr_matrix
-        from scipy.sparse.csgraph import breadth_first_order
 
         n = self.n_states
         graph = csr_matrix((np.ones(len(self.indices), dtype=np.int8), self.indices, self.indptr), shape=(n, n))
-        keep = np.zeros(n, dtype=bool)
-        for s in np.asarray(self.initial_states).tolist():
-            keep[breadth_first_order(graph, int(s), directed=True, return_predecessors=False)] = True
-        return keep
+        return reachable_mask(graph, self.initial_states)
 
     @cached_property
     def order(self) -> list[Level]:
