@@ -35,8 +35,6 @@ class PartialError(PerceptionSafetyError):
     """A partial that is not JSON, not of a readable format, or whose packed lists are damaged (file named)."""
 
 
-
-
 def pack_records(records: list[dict[str, Any]], shared: tuple[str, ...] = ()) -> dict[str, Any]:
     """``{"keys": [key lists], "common": {key: value}, "rows": [[key list, other values]]}``: ``common`` holds the
     keys of ``shared`` whose (string) value every record has."""

@@ -73,9 +73,16 @@ FAST: dict[tuple[str, str], Callable[[bytes], tuple[int, Any]]] = {
 """(topic role, message type) -> reader of ``(stamp_ns, value)`` from CDR bytes."""
 
 
-def reader_of(role: str, msgtype: str, store: Any, convert: Callable[[Any], Any]) -> Callable[[Any], tuple[int, Any]]:
-    """The `decode` of one topic, resolved once per connection (not once per message): ``raw -> (stamp_ns, value)``."""
-    fast = FAST.get((role, msgtype))
+_TABLE: Any = object()
+"""`reader_of`'s default field-selective reader: `FAST`'s for the topic role and type."""
+
+
+def reader_of(role: str, msgtype: str, store: Any, convert: Callable[[Any], Any],
+              fast: Callable[[bytes], tuple[int, Any]] | None = _TABLE) -> Callable[[Any], tuple[int, Any]]:
+    """The `decode` of one topic, resolved once per connection (not once per message): ``raw -> (stamp_ns, value)``;
+    ``fast``: a field-selective reader of the bytes in place of `FAST`'s (None: rosbags only), which raises
+    `cdr_fields.CdrMismatch` for bytes it does not read (they go to rosbags and ``convert``)."""
+    fast = FAST.get((role, msgtype)) if fast is _TABLE else fast
 
     def checked(raw: bytes | memoryview) -> tuple[int, Any]:
         msg = store.deserialize_cdr(memoryview(raw), msgtype)
@@ -94,6 +101,22 @@ def reader_of(role: str, msgtype: str, store: Any, convert: Callable[[Any], Any]
     return read
 
 
+def alarm_reader(msgtype: str, store: Any, name: str) -> Callable[[Any], tuple[int, bool | None]]:
+    """`reader_of` for the verdict pass, resolved once per connection: ``raw -> (stamp_ns, alarm of the last status
+    named name or None)``, as ``bm.alarm_of`` finds it in what `decode` returns for the message (the same value, skip
+    reason or error); the field-selective reader skips building the results."""
+    key = name.encode()
+
+    def alarm_only(data: bytes) -> tuple[int, bool | None]:
+        stamp, alarm, bad = cf.diagnostic_alarm(data, key)
+        if bad is not None:
+            raise bm.bad_level(*bad)
+        return stamp, alarm
+
+    return reader_of("monitor_results", msgtype, store, lambda msg: bm.alarm_of(bm.monitor_results_from_msg(msg), name),
+                     alarm_only if ("monitor_results", msgtype) in FAST else None)
+
+
 def decode(role: str, msgtype: str, raw: bytes | memoryview, store: Any,
            convert: Callable[[Any], Any]) -> tuple[int, Any]:
     """``(stamp_ns, value)`` of one message: the field-selective reader when there is one and it reads the bytes,
@@ -102,18 +125,5 @@ def decode(role: str, msgtype: str, raw: bytes | memoryview, store: Any,
 
 
 def decode_alarm(msgtype: str, raw: bytes | memoryview, store: Any, name: str) -> tuple[int, bool | None]:
-    """``(stamp_ns, alarm of the last status named name or None)`` of one monitor-results message, as
-    ``bm.alarm_of`` finds it in what `decode` returns for the message (the same value, skip reason or error): the
-    verdict pass reads nothing else, so the field-selective reader skips building the results."""
-    if ("monitor_results", msgtype) in FAST:
-        data = raw if isinstance(raw, bytes) else bytes(raw)
-        try:
-            stamp, alarm, bad = cf.diagnostic_alarm(data, name.encode())
-        except cf.CdrMismatch:
-            pass
-        else:
-            if bad is not None:
-                raise bm.bad_level(*bad)
-            return stamp, alarm
-    msg = store.deserialize_cdr(memoryview(raw), msgtype)
-    return bm.stamp_ns_of(msg), bm.alarm_of(bm.monitor_results_from_msg(msg), name)
+    """`alarm_reader` of one monitor-results message."""
+    return alarm_reader(msgtype, store, name)(raw)

@@ -20,7 +20,7 @@ import numpy as np
 from perception_safety.core.types import Frame, InvalidValueError, make_frame
 from perception_safety.io import bag_messages as bm
 from perception_safety.io import objects3d as o3
-from perception_safety.io.bag.decode import decode, decode_alarm, reader_of
+from perception_safety.io.bag.decode import alarm_reader, reader_of
 from perception_safety.io.bag.layout import COMPRESSED_SUFFIX, TOPIC_TYPES, BagError, BagTopics, find_bags
 from perception_safety.io.bag.storage import OpenBag, open_bag
 from perception_safety.io.typestore import ros2_typestore
@@ -90,7 +90,7 @@ class StatusRecords:
     missing: str = ""
     alarm_of: str | None = None
     """When given, only the alarm of the status of this name is read (all a verdict needs): ``alarms`` gets
-    ``(stamp_ns, alarm or None)`` per message (`decode.decode_alarm`) and ``items`` stays empty."""
+    ``(stamp_ns, alarm or None)`` per message (`decode.alarm_reader`) and ``items`` stays empty."""
     alarms: list[tuple[int, bool | None]] = field(default_factory=list)
 
 
@@ -115,10 +115,11 @@ def read_monitor_results(
         conns = [c for c in reader.connections if c.topic == topics.monitor_results]
         if not conns:
             raise BagError(f"{path}: topic {topics.monitor_results} not in the bag")
+        read = {c.id: reader_of("monitor_results", c.msgtype, store, bm.monitor_results_from_msg) for c in conns}
         out = []
         for index, (conn, _, raw) in enumerate(reader.messages(conns)):
             try:
-                out.append(decode("monitor_results", conn.msgtype, raw, store, bm.monitor_results_from_msg))
+                out.append(read[conn.id](raw))
             except Exception as exc:
                 raise BagError(f"{path}: {conn.topic} message #{index}: {exc}") from exc
         return out
@@ -235,16 +236,18 @@ def _decode_topics(
     if not wanted:
         return {}
     status_index = 0
+    read_status, status_out = None, None
+    if status_conn is not None and statuses is not None:  # the verdict pass: the alarm only, else every result
+        read_status, status_out = ((alarm_reader(status_conn.msgtype, store, statuses.alarm_of), statuses.alarms)
+                                   if statuses.alarm_of is not None else
+                                   (reader_of("monitor_results", status_conn.msgtype, store,
+                                              bm.monitor_results_from_msg), statuses.items))
     try:
         for conn, log_ns, raw in reader.messages(wanted):
             if conn is status_conn or (status_conn is not None and conn.id == status_conn.id):
-                if statuses is not None and not statuses.missing:
+                if read_status is not None and not statuses.missing:
                     try:
-                        if statuses.alarm_of is not None:
-                            statuses.alarms.append(decode_alarm(conn.msgtype, raw, store, statuses.alarm_of))
-                        else:
-                            statuses.items.append(decode("monitor_results", conn.msgtype, raw, store,
-                                                         bm.monitor_results_from_msg))
+                        status_out.append(read_status(raw))
                     except Exception as exc:
                         statuses.items.clear()
                         statuses.alarms.clear()
